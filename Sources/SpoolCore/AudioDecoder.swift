@@ -1,0 +1,144 @@
+/// Turns one encoded stream into Float32 interleaved PCM, frame-exact.
+///
+/// Spool's decoders (MP3, Ogg Vorbis, libsndfile's formats) conform to it; a program adds a
+/// format of its own by conforming a type and registering a factory with `DecoderRegistry`.
+/// A decoder is used from one thread at a time.
+/// The closest Apple API is `ExtAudioFile` (`ExtAudioFileRead`, `ExtAudioFileSeek`).
+public protocol AudioDecoder: AnyObject {
+    /// The PCM this decoder produces.
+    var format: AudioFormat { get }
+    /// Exact number of frames in the stream (after any gapless trimming).
+    var frameCount: Int { get }
+    /// The next frame `read(into:)` will produce.
+    var position: Int { get }
+    /// Container, codec, stream facts and tags.
+    var info: AudioFileInfo { get }
+    /// Problems found while decoding that did not stop it (a truncated end, a resync).
+    var warnings: [DecodeWarning] { get }
+
+    /// Decodes up to `buffer.count / format.channelCount` frames into `buffer`.
+    /// - Parameter buffer: Room for whole interleaved frames.
+    /// - Returns: Frames written; 0 only at the end of the stream.
+    /// - Throws: `AudioError` when the stream cannot be decoded further.
+    func read(into buffer: UnsafeMutableBufferPointer<Float>) throws -> Int
+
+    /// Moves to `frame`, so that the next read starts exactly there.
+    /// - Parameter frame: A frame in `0...frameCount`.
+    /// - Throws: `AudioError.Code.outOfRange` past the end, or a decoding failure.
+    func seek(toFrame frame: Int) throws
+}
+
+/// What a decoder knows about the stream it reads.
+public struct AudioFileInfo: Sendable, Equatable {
+    /// The container, e.g. `MP3`, `Ogg`, `WAV`, `AIFF`, `AIFF-C`, `CAF`, `FLAC`.
+    public var container: String
+    /// The encoding, e.g. `MPEG-1 Layer III`, `Vorbis`, `PCM 16-bit integer`.
+    public var codec: String
+    /// Average bits per second of the encoded stream, 0 when unknown.
+    public var bitRate: Int
+    /// Whether the bit rate varies from frame to frame.
+    public var isVBR: Bool
+    /// Textual metadata.
+    public var tags: AudioTags
+
+    /// Makes an info value.
+    public init(container: String, codec: String, bitRate: Int = 0, isVBR: Bool = false, tags: AudioTags = AudioTags()) {
+        self.container = container
+        self.codec = codec
+        self.bitRate = bitRate
+        self.isVBR = isVBR
+        self.tags = tags
+    }
+}
+
+/// Textual metadata read from a file's tags, keyed by lower-case field name
+/// (`title`, `artist`, `album`, `date`, `genre`, `tracknumber`, `comment`, …).
+public struct AudioTags: Sendable, Equatable {
+    /// All fields, keys lower-case.
+    public private(set) var fields: [String: String] = [:]
+
+    /// Makes an empty set of tags.
+    public init() {}
+
+    /// A field's value, or `nil`; keys are matched without regard to case.
+    public subscript(key: String) -> String? {
+        get { fields[key.lowercased()] }
+        set { fields[key.lowercased()] = newValue }
+    }
+
+    /// Adds a field unless it is already set or the value is blank.
+    public mutating func merge(_ key: String, _ value: String?) {
+        guard let value = value?.trimmingCharacters(in: .whitespacesAndNewlines.union(.controlCharacters)),
+              !value.isEmpty, self[key] == nil else { return }
+        self[key] = value
+    }
+
+    /// The title, when tagged.
+    public var title: String? { self["title"] }
+    /// The artist, when tagged.
+    public var artist: String? { self["artist"] }
+    /// The album, when tagged.
+    public var album: String? { self["album"] }
+}
+
+/// A problem a decoder met and decoded past.
+public struct DecodeWarning: Sendable, Equatable, CustomStringConvertible {
+    /// What kind of problem.
+    public enum Kind: Sendable, Equatable {
+        /// The data ends before its header says it should; decoding stopped at `byteOffset`.
+        case truncated
+        /// Undecodable bytes were skipped; `byteCount` of them, starting near `byteOffset`.
+        case skippedCorruptData
+    }
+    /// What kind of problem.
+    public var kind: Kind
+    /// Where in the encoded bytes it was found.
+    public var byteOffset: Int
+    /// How many bytes it concerns (skipped bytes for corrupt data, missing bytes when known).
+    public var byteCount: Int
+
+    /// Makes a warning.
+    public init(kind: Kind, byteOffset: Int, byteCount: Int) {
+        self.kind = kind
+        self.byteOffset = byteOffset
+        self.byteCount = byteCount
+    }
+
+    public var description: String {
+        switch kind {
+        case .truncated: "data ends early at byte \(byteOffset)"
+        case .skippedCorruptData: "skipped \(byteCount) corrupt bytes near byte \(byteOffset)"
+        }
+    }
+}
+
+import Foundation
+
+extension AudioDecoder {
+    /// Duration in seconds.
+    public var duration: Double { format.seconds(forFrames: frameCount) }
+
+    /// Decodes from the current position to the end into one buffer.
+    ///
+    /// Memory grows with the frames actually decoded, never with what a header claims.
+    /// - Parameter maximumFrames: Stop after this many frames.
+    /// - Returns: The decoded audio.
+    /// - Throws: The decoder's error.
+    public func decodeAll(maximumFrames: Int = .max) throws -> PCMBuffer {
+        let channels = format.channelCount
+        // Nothing is reserved from the header's claim: a corrupt header must not make Spool
+        // allocate gigabytes. The array grows by doubling with what really decodes.
+        var samples: [Float] = []
+        let chunkFrames = 4096
+        var chunk = [Float](repeating: 0, count: chunkFrames * channels)
+        var total = 0
+        while total < maximumFrames {
+            let want = min(chunkFrames, maximumFrames - total)
+            let got = try chunk.withUnsafeMutableBufferPointer { try read(into: UnsafeMutableBufferPointer(rebasing: $0[0..<(want * channels)])) }
+            if got == 0 { break }
+            samples.append(contentsOf: chunk[0..<(got * channels)])
+            total += got
+        }
+        return try PCMBuffer(format: format, samples: samples)
+    }
+}

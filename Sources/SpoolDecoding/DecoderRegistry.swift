@@ -1,0 +1,112 @@
+import Foundation
+import SpoolCore
+import Synchronization
+
+/// Makes decoders of one format: how to recognise its bytes and how to open it.
+public struct DecoderFactory: Sendable {
+    /// A short name for messages and `spool info`, e.g. `mp3`.
+    public let name: String
+    /// File extensions (lower-case, no dot) and MIME types that hint at this format.
+    public let typeHints: Set<String>
+    /// Whether the first bytes of a source (up to 4 KiB) look like this format.
+    public let sniff: @Sendable (_ prefix: [UInt8]) -> Bool
+    /// Opens a decoder over the source.
+    public let open: @Sendable (_ source: AudioSource) throws -> any AudioDecoder
+
+    /// Makes a factory.
+    /// - Parameters:
+    ///   - name: A short name for the format.
+    ///   - typeHints: Extensions and MIME types that hint at it.
+    ///   - sniff: Recognises the format's first bytes.
+    ///   - open: Opens a decoder.
+    public init(name: String, typeHints: Set<String>,
+                sniff: @escaping @Sendable ([UInt8]) -> Bool,
+                open: @escaping @Sendable (AudioSource) throws -> any AudioDecoder) {
+        self.name = name
+        self.typeHints = Set(typeHints.map { $0.lowercased() })
+        self.sniff = sniff
+        self.open = open
+    }
+}
+
+/// Chooses a decoder for any `AudioSource` by its bytes; a type hint or file extension only
+/// breaks ties, so a file with the wrong extension still plays.
+///
+/// The closest Apple API is `AudioFileOpenURL` with a file-type hint.
+public final class DecoderRegistry: Sendable {
+    /// The registry with Spool's decoders: MP3 (libmpg123), Ogg Vorbis (libvorbisfile) and
+    /// WAV/AIFF/CAF/FLAC (libsndfile).
+    public static let shared = DecoderRegistry(factories: [.mp3, .vorbis, .sndfile])
+
+    private let factories: Mutex<[DecoderFactory]>
+
+    /// Makes a registry with the given factories, tried in order.
+    public init(factories: [DecoderFactory]) {
+        self.factories = Mutex(factories)
+    }
+
+    /// Adds a format; it is tried before the ones already registered.
+    public func register(_ factory: DecoderFactory) {
+        factories.withLock { $0.insert(factory, at: 0) }
+    }
+
+    /// The factories that claim the source, best first: those whose sniff matches, the
+    /// type hint ordering ties; with no sniff match, those the hint names.
+    public func candidates(for source: AudioSource) throws -> [DecoderFactory] {
+        let prefix = try Self.prefix(of: source)
+        let all = factories.withLock { $0 }
+        let hint = source.typeHint?.lowercased()
+        let sniffed = all.filter { $0.sniff(prefix) }
+        if !sniffed.isEmpty {
+            guard let hint else { return sniffed }
+            return sniffed.filter { $0.typeHints.contains(hint) } + sniffed.filter { !$0.typeHints.contains(hint) }
+        }
+        if prefix.isEmpty { throw AudioError(.emptyInput, "\(source.name): the input is empty") }
+        guard let hint else { return [] }
+        return all.filter { $0.typeHints.contains(hint) }
+    }
+
+    /// Opens a decoder for the source.
+    /// - Parameter source: A file or in-memory encoded audio.
+    /// - Returns: A decoder positioned at frame 0.
+    /// - Throws: `AudioError` with `.emptyInput`, `.unsupportedFormat` when nothing
+    ///   recognises the bytes, or the decoder's own error.
+    public func open(_ source: AudioSource) throws -> any AudioDecoder {
+        let candidates = try candidates(for: source)
+        guard let first = candidates.first else {
+            throw AudioError(.unsupportedFormat, "\(source.name): not a recognised audio format (MP3, Ogg Vorbis, WAV, AIFF, CAF or FLAC)")
+        }
+        var firstError: (any Error)?
+        for factory in candidates {
+            do { return try factory.open(source) } catch { firstError = firstError ?? error }
+        }
+        if let error = firstError as? AudioError { throw error }
+        throw AudioError(.unsupportedFormat, "\(source.name): cannot be decoded as \(first.name)", underlying: firstError)
+    }
+
+    private static func prefix(of source: AudioSource) throws -> [UInt8] {
+        switch source.location {
+        case .memory(let data): return [UInt8](data.prefix(4096))
+        case .file: return try ByteReader(source: source).bytes(at: 0, count: 4096)
+        }
+    }
+}
+
+extension DecoderRegistry {
+    /// Opens a decoder for a file path.
+    public func open(path: String) throws -> any AudioDecoder { try open(.file(path: path)) }
+}
+
+/// Opens a decoder for the source with the shared registry.
+public func openDecoder(_ source: AudioSource) throws -> any AudioDecoder {
+    try DecoderRegistry.shared.open(source)
+}
+
+extension [UInt8] {
+    /// Whether the bytes at `offset` spell `ascii`.
+    func matches(_ ascii: String, at offset: Int = 0) -> Bool {
+        let pattern = Array(ascii.utf8)
+        guard offset >= 0, count >= offset + pattern.count else { return false }
+        return self[offset..<(offset + pattern.count)].elementsEqual(pattern)
+    }
+}

@@ -1,0 +1,31 @@
+import SpoolCore
+
+/// Just enough of the RIFF/WAVE and AIFF chunk layout to tell whether the sound-data chunk
+/// claims more bytes than the file holds (a truncated file, or a header that claims
+/// gigabytes). libsndfile decodes what is there; this lets Spool say so.
+enum RIFFHeader {
+    /// Bytes the data chunk claims beyond the end of the input, or `nil` when it fits or the
+    /// layout is not RIFF/AIFF.
+    static func missingDataBytes(reader: ByteReader) -> Int? {
+        let head = reader.bytes(at: 0, count: 12)
+        let isRIFF = head.matches("RIFF") && head.matches("WAVE", at: 8)
+        let isAIFF = head.matches("FORM") && (head.matches("AIFF", at: 8) || head.matches("AIFC", at: 8))
+        guard isRIFF || isAIFF else { return nil }
+        let dataID = isRIFF ? "data" : "SSND"
+        var offset = 12
+        // Chunk walk bounded by the real size: each step moves forward at least 8 bytes.
+        while offset + 8 <= reader.totalSize {
+            let header = reader.bytes(at: offset, count: 8)
+            guard header.count == 8 else { return nil }
+            let size = isRIFF
+                ? Int(header[4]) | Int(header[5]) << 8 | Int(header[6]) << 16 | Int(header[7]) << 24
+                : Int(header[7]) | Int(header[6]) << 8 | Int(header[5]) << 16 | Int(header[4]) << 24
+            let available = reader.totalSize - (offset + 8)
+            if header.matches(dataID) {
+                return size > available ? size - available : nil
+            }
+            offset += 8 + size + (size & 1)
+        }
+        return nil
+    }
+}

@@ -1,0 +1,80 @@
+import Foundation
+import Spool
+
+/// `spool info [--json] FILE…`
+enum InfoCommand {
+    static let help = """
+        usage: spool info [--json] FILE...
+
+        Prints, for each file: container, codec, sample rate, channels, exact frames,
+        duration, bit rate, VBR or CBR, and tags. --json prints a JSON array instead.
+        Exit status 1 when any file cannot be read (the others are still printed).
+        """
+
+    struct Report: Encodable {
+        let file: String
+        let container: String
+        let codec: String
+        let sampleRate: Double
+        let channels: Int
+        let frames: Int
+        let duration: Double
+        let bitRate: Int
+        let isVBR: Bool
+        let tags: [String: String]
+        let warnings: [String]
+    }
+
+    static func run(_ words: [String]) throws {
+        let args = try Arguments(words, valued: [], switches: ["json", "help"])
+        if args.has("help") { print(help); return }
+        guard !args.operands.isEmpty else { throw UsageError("info needs at least one FILE") }
+        var reports: [Report] = []
+        var failure: AudioError?
+        for path in args.operands {
+            do {
+                let decoder = try DecoderRegistry.shared.open(path: path)
+                let info = decoder.info
+                reports.append(Report(
+                    file: path, container: info.container, codec: info.codec,
+                    sampleRate: decoder.format.sampleRate, channels: decoder.format.channelCount,
+                    frames: decoder.frameCount, duration: decoder.duration, bitRate: info.bitRate,
+                    isVBR: info.isVBR, tags: info.tags.fields, warnings: decoder.warnings.map(\.description)))
+            } catch let error as AudioError {
+                printError("spool: \(error.message)")
+                failure = error
+            }
+        }
+        if args.has("json") {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+            print(String(decoding: try encoder.encode(reports), as: UTF8.self))
+        } else {
+            for report in reports { print(text(report)) }
+        }
+        if let failure { throw ExitFailure(failure) }
+    }
+
+    static func text(_ r: Report) -> String {
+        var lines = [
+            r.file,
+            "  container   \(r.container)",
+            "  codec       \(r.codec)",
+            "  format      \(Int(r.sampleRate)) Hz, \(r.channels) ch",
+            "  frames      \(r.frames)",
+            "  duration    \(String(format: "%.3f", r.duration)) s",
+            "  bit rate    \(r.bitRate / 1000) kbit/s \(r.isVBR ? "VBR" : "CBR")",
+        ]
+        for (key, value) in r.tags.sorted(by: { $0.key < $1.key }) {
+            lines.append("  \(key.padding(toLength: 11, withPad: " ", startingAt: 0)) \(value)")
+        }
+        for warning in r.warnings { lines.append("  warning     \(warning)") }
+        return lines.joined(separator: "\n")
+    }
+}
+
+/// An error already reported on stderr; only the exit status is left to set.
+struct ExitFailure: Error {
+    let error: AudioError
+    init(_ error: AudioError) { self.error = error }
+}

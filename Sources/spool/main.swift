@@ -1,0 +1,49 @@
+import Foundation
+import Spool
+
+/// `spool`: inspect, decode, play and benchmark audio with Spool.
+let usage = """
+    usage: spool <command> [options]
+
+    commands:
+      info [--json] FILE...                 container, codec, format, exact length, tags
+      decode FILE --output PATH|- [--start SECONDS] [--duration SECONDS]
+                                            PCM out: .wav → WAV float32, else raw float32 LE
+      bench decode FILE...                  decode throughput against the reference tools
+
+    'spool <command> --help' tells more.
+    """
+
+/// Writes a line to standard error.
+func printError(_ text: String) {
+    FileHandle.standardError.write(Data((text + "\n").utf8))
+}
+
+var words = Array(CommandLine.arguments.dropFirst())
+guard let command = words.first else {
+    printError(usage)
+    exit(2)
+}
+words.removeFirst()
+do {
+    switch command {
+    case "info": try InfoCommand.run(words)
+    case "decode": try DecodeCommand.run(words)
+    case "bench": try BenchCommand.run(words)
+    case "--help", "-h", "help": print(usage)
+    default: throw UsageError("unknown command '\(command)'")
+    }
+    exit(0)
+} catch let error as UsageError {
+    printError("spool: \(error.message)")
+    printError("try 'spool \(command == "--help" ? "" : command) --help'")
+    exit(2)
+} catch is ExitFailure {
+    exit(1)
+} catch let error as AudioError {
+    printError("spool: \(error.message)")
+    exit(1)
+} catch {
+    printError("spool: \(error)")
+    exit(1)
+}

@@ -1,0 +1,66 @@
+import Foundation
+import Testing
+import SpoolCore
+@testable import SpoolDecoding
+
+@Suite("Every fixture decodes to its reference")
+struct FixtureDecodingTests {
+    @Test("format, exact frames and samples", arguments: Fixtures.all)
+    func decodesToReference(_ entry: Fixtures.Entry) throws {
+        let decoder = try DecoderRegistry.shared.open(path: Fixtures.path(entry.file))
+        #expect(decoder.format.sampleRate == entry.sampleRate)
+        #expect(decoder.format.channelCount == entry.channels)
+        #expect(decoder.info.container == entry.container)
+        #expect(decoder.frameCount == entry.frames)
+        let pcm = try decoder.decodeAll()
+        #expect(pcm.frameCount == entry.frames)
+        #expect(decoder.warnings.isEmpty)
+        let reference = try Fixtures.reference(entry)
+        let samples = pcm.samples
+        if entry.lossless {
+            #expect(samples == reference, "lossless decode must be bit-exact")
+        } else {
+            let ratio = snr(samples[...], reference[...])
+            #expect(ratio >= 60, "SNR \(ratio) dB against the reference")
+        }
+    }
+
+    @Test("memory decodes the same as the file", arguments: Fixtures.all)
+    func memoryMatchesFile(_ entry: Fixtures.Entry) throws {
+        let path = Fixtures.path(entry.file)
+        let fromFile = try DecoderRegistry.shared.open(path: path).decodeAll()
+        let data = try Data(contentsOf: URL(fileURLWithPath: path))
+        let memory = try DecoderRegistry.shared.open(.memory(data, name: entry.file))
+        #expect(memory.frameCount == entry.frames)
+        #expect(try memory.decodeAll().samples == fromFile.samples)
+    }
+
+    @Test("tags", arguments: Fixtures.all.filter { $0.tags != nil })
+    func tags(_ entry: Fixtures.Entry) throws {
+        let decoder = try DecoderRegistry.shared.open(path: Fixtures.path(entry.file))
+        for (key, value) in entry.tags ?? [:] {
+            #expect(decoder.info.tags[key] == value, "\(key)")
+        }
+    }
+
+    @Test("seek lands exactly on the frame", arguments: Fixtures.all)
+    func seekIsExact(_ entry: Fixtures.Entry) throws {
+        let decoder = try DecoderRegistry.shared.open(path: Fixtures.path(entry.file))
+        let whole = try decoder.decodeAll().samples
+        let channels = entry.channels
+        for target in [entry.frames / 2, 1, entry.frames - 100, 0, entry.frames / 3 + 7] {
+            try decoder.seek(toFrame: target)
+            #expect(decoder.position == target)
+            let part = try decoder.decodeAll(maximumFrames: 64).samples
+            let expected = whole[(target * channels)..<(min(entry.frames, target + 64) * channels)]
+            if !entry.lossless {
+                // Lossy decoders restart their filters at a seek: equal to rounding, not bit-exact.
+                #expect(snr(part[...], expected) >= 60, "seek to \(target)")
+            } else {
+                #expect(part[...] == expected, "seek to \(target)")
+            }
+        }
+        try decoder.seek(toFrame: entry.frames)
+        #expect(try decoder.decodeAll().frameCount == 0)
+    }
+}

@@ -1,0 +1,51 @@
+import Foundation
+import SpoolCore
+
+/// The committed fixtures and their manifest (`Fixtures/manifest.json`).
+enum Fixtures {
+    static let directory = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Fixtures")
+
+    struct Entry: Decodable, Sendable, CustomStringConvertible {
+        let file: String
+        let container: String
+        let codec: String
+        let sampleRate: Double
+        let channels: Int
+        let frames: Int
+        let lossless: Bool
+        let reference: String?
+        let tags: [String: String]?
+        var description: String { file }
+    }
+
+    struct Manifest: Decodable {
+        let fixtures: [Entry]
+    }
+
+    static let manifest: Manifest = {
+        let data = try! Data(contentsOf: directory.appendingPathComponent("manifest.json"))
+        return try! JSONDecoder().decode(Manifest.self, from: data)
+    }()
+
+    static var all: [Entry] { manifest.fixtures }
+
+    static func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
+
+    /// The reference PCM (ffmpeg's decode) as interleaved floats.
+    static func reference(_ entry: Entry) throws -> [Float] {
+        let data = try Data(contentsOf: directory.appendingPathComponent(entry.reference ?? "reference/\(entry.file).f32"))
+        return data.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
+    }
+}
+
+/// Signal-to-noise ratio of `actual` against `reference`, in dB, over their common length.
+func snr(_ actual: ArraySlice<Float>, _ reference: ArraySlice<Float>) -> Double {
+    var signal = 0.0, noise = 0.0
+    for (a, r) in zip(actual, reference) {
+        signal += Double(r) * Double(r)
+        noise += Double(a - r) * Double(a - r)
+    }
+    return noise == 0 ? .infinity : 10 * log10(signal / noise)
+}
