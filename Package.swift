@@ -31,6 +31,7 @@ let package = Package(
 
         .testTarget(name: "SpoolCoreTests", dependencies: ["SpoolCore"]),
         .testTarget(name: "SpoolDecodingTests", dependencies: ["SpoolDecoding"]),
+        .testTarget(name: "SpoolToolTests", dependencies: ["spool", "Spool"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -7,7 +7,8 @@ import Glibc
 /// Random-access reading of an `AudioSource`'s bytes, for the C libraries' I/O callbacks.
 ///
 /// A window (`start..<end`) can hide bytes from the decoder, e.g. the trailing APE and ID3v1
-/// tags of an MP3, which Spool parses itself.
+/// tags of an MP3, which Spool parses itself; excluded ranges inside it (corrupt regions)
+/// are skipped as if they were not there, so offsets the decoder sees are "virtual".
 final class ByteReader {
     private enum Backing {
         case file(fd: Int32)
@@ -21,6 +22,8 @@ final class ByteReader {
     private(set) var end: Int
     /// Absolute offset of the next read.
     private(set) var offset: Int
+    /// Sorted, disjoint absolute ranges inside the window that reads skip.
+    private var excluded: [Range<Int>] = []
     let name: String
 
     init(source: AudioSource) throws {
@@ -53,9 +56,27 @@ final class ByteReader {
     }
 
     /// Bytes visible in the window.
-    var size: Int { end - start }
-    /// Offset of the next read, relative to the window.
-    var position: Int { offset - start }
+    var size: Int { end - start - excluded.reduce(0) { $0 + $1.count } }
+    /// Offset of the next read, relative to the window (excluded bytes not counted).
+    var position: Int { virtual(offset) }
+
+    /// Hides `ranges` (absolute, sorted, disjoint, inside the window) from reads.
+    func exclude(_ ranges: [Range<Int>]) {
+        excluded = ranges
+        offset = start
+    }
+
+    private func virtual(_ absolute: Int) -> Int {
+        var v = absolute - start
+        for range in excluded where range.lowerBound < absolute { v -= min(range.upperBound, absolute) - range.lowerBound }
+        return v
+    }
+
+    private func absolute(_ virtualOffset: Int) -> Int {
+        var a = start + virtualOffset
+        for range in excluded where range.lowerBound <= a { a += range.count }
+        return a
+    }
 
     /// Narrows what the decoder sees to `range` (absolute offsets).
     func setWindow(_ range: Range<Int>) {
@@ -67,26 +88,34 @@ final class ByteReader {
     /// Reads up to `count` bytes at the current position; returns bytes read, 0 at the end,
     /// −1 on an I/O error.
     func read(into buffer: UnsafeMutableRawPointer, count: Int) -> Int {
-        let n = max(0, min(count, end - offset))
-        guard n > 0 else { return 0 }
-        let got = pread(absolute: offset, into: buffer, count: n)
-        if got > 0 { offset += got }
-        return got
+        var done = 0
+        while done < count {
+            if let range = excluded.first(where: { $0.contains(offset) }) { offset = range.upperBound }
+            let stop = excluded.first(where: { $0.lowerBound > offset })?.lowerBound ?? end
+            let n = max(0, min(count - done, stop - offset))
+            guard n > 0 else { break }
+            let got = pread(absolute: offset, into: buffer + done, count: n)
+            if got < 0 { return done > 0 ? done : -1 }
+            offset += got
+            done += got
+            if got < n { break }
+        }
+        return done
     }
 
     /// Moves the read position (relative to the window); returns the new position or −1.
     func seek(_ position: Int, whence: Int32) -> Int {
         let base: Int
         switch whence {
-        case SEEK_SET: base = start
-        case SEEK_CUR: base = offset
-        case SEEK_END: base = end
+        case SEEK_SET: base = 0
+        case SEEK_CUR: base = virtual(offset)
+        case SEEK_END: base = size
         default: return -1
         }
         let target = base + position
-        guard target >= start, target <= end else { return -1 }
-        offset = target
-        return offset - start
+        guard target >= 0, target <= size else { return -1 }
+        offset = absolute(target)
+        return target
     }
 
     /// Up to `count` bytes at absolute `at`, for sniffing and tag parsing.

@@ -62,6 +62,9 @@ public final class DecoderRegistry: Sendable {
             return sniffed.filter { $0.typeHints.contains(hint) } + sniffed.filter { !$0.typeHints.contains(hint) }
         }
         if prefix.isEmpty { throw AudioError(.emptyInput, "\(source.name): the input is empty") }
+        if prefix.count < 12 {
+            throw AudioError(.truncated, "\(source.name): only \(prefix.count) bytes, too few to hold any audio header")
+        }
         guard let hint else { return [] }
         return all.filter { $0.typeHints.contains(hint) }
     }

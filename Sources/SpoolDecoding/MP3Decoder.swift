@@ -22,8 +22,6 @@ final class MP3Decoder: AudioDecoder {
     /// Decoded samples libmpg123 holds for us from the last frame, not yet handed out.
     private var pending: UnsafePointer<Float>?
     private var pendingSamples = 0
-    private var lastStreamOffset = 0
-    private var framesDecodedSinceSeek = 0
     private var warnedTruncated = false
 
     init(source: AudioSource) throws {
@@ -38,6 +36,11 @@ final class MP3Decoder: AudioDecoder {
         }
         let xing = XingHeader(head, frameAt: firstOffset, header: firstHeader)
         reader.setWindow(0..<layout.audioEnd)
+        let walk = MPEGFrameWalk(reader: reader, firstFrame: scanStart + firstOffset, header: firstHeader, end: layout.audioEnd)
+        reader.exclude(walk.corruptRegions)
+        for region in walk.corruptRegions {
+            warnings.append(DecodeWarning(kind: .skippedCorruptData, byteOffset: region.lowerBound, byteCount: region.count))
+        }
 
         handle = try MPG123Handle(name: name)
         try handle.check(mpg123_param2(handle.raw, Int32(MPG123_ADD_FLAGS.rawValue), Int(MPG123_FORCE_FLOAT.rawValue | MPG123_GAPLESS.rawValue | MPG123_QUIET.rawValue | MPG123_NO_FRANKENSTEIN.rawValue), 0))
@@ -70,9 +73,12 @@ final class MP3Decoder: AudioDecoder {
         let plausible = xing?.frames.map { $0 > 0 && $0 <= audioBytes / smallestFrame + 1 } ?? false
         if !plausible { try handle.check(mpg123_scan(handle.raw)) }
         var length = Int(mpg123_length(handle.raw))
-        if let claimed = xing?.bytes, claimed > audioBytes + 4096 || (xing?.frames.map { $0 > audioBytes / smallestFrame + 1 } ?? false) {
-            warnings.append(DecodeWarning(kind: .truncated, byteOffset: layout.audioEnd,
-                                          byteCount: max(0, claimed - audioBytes)))
+        let claimsTooMuch = (xing?.bytes.map { $0 > audioBytes + 4096 } ?? false)
+            || (xing?.frames.map { $0 > walk.frames + 1 } ?? false)
+        if walk.truncatedFrameAt != nil || (claimsTooMuch && walk.corruptRegions.isEmpty) {
+            let missing = max(0, (xing?.bytes ?? audioBytes) - audioBytes)
+            warnings.append(DecodeWarning(kind: .truncated, byteOffset: walk.truncatedFrameAt ?? layout.audioEnd,
+                                          byteCount: missing))
             warnedTruncated = true
             if plausible {
                 try handle.check(mpg123_scan(handle.raw))
@@ -91,7 +97,6 @@ final class MP3Decoder: AudioDecoder {
         var tags = layout.tags
         Self.readID3v2(handle: handle, into: &tags)
         info = AudioFileInfo(container: "MP3", codec: firstHeader.codecName, bitRate: bitRate, isVBR: isVBR, tags: tags)
-        lastStreamOffset = Int(mpg123_tell_stream(handle.raw))
     }
 
     func read(into buffer: UnsafeMutableBufferPointer<Float>) throws -> Int {
@@ -108,9 +113,14 @@ final class MP3Decoder: AudioDecoder {
         }
         let frames = written / channels
         position += frames
-        if frames == 0, position < frameCount, !warnedTruncated {
-            warnings.append(DecodeWarning(kind: .truncated, byteOffset: reader.end, byteCount: 0))
-            warnedTruncated = true
+        if frames == 0, position < frameCount {
+            // Frames lost in a corrupt region shorten the stream; that was reported at open.
+            // Otherwise the data ended before the header's count: a truncated file.
+            if !warnedTruncated, !warnings.contains(where: { $0.kind == .skippedCorruptData }) {
+                warnings.append(DecodeWarning(kind: .truncated, byteOffset: reader.end, byteCount: 0))
+                warnedTruncated = true
+            }
+            frameCount = position
         }
         return frames
     }
@@ -122,7 +132,6 @@ final class MP3Decoder: AudioDecoder {
         var bytes = 0
         while true {
             let status = mpg123_decode_frame(handle.raw, &frameNumber, &audio, &bytes)
-            noteSkippedBytes()
             switch status {
             case Int32(MPG123_OK.rawValue):
                 guard bytes > 0, let audio else { continue }
@@ -146,24 +155,6 @@ final class MP3Decoder: AudioDecoder {
         }
     }
 
-    /// libmpg123 reads exactly one frame (header and body) per decoded frame; input consumed
-    /// beyond that was skipped while resynchronising past corrupt bytes.
-    private func noteSkippedBytes() {
-        let now = Int(mpg123_tell_stream(handle.raw))
-        defer { lastStreamOffset = now }
-        var frameInfo = mpg123_frameinfo2()
-        guard framesDecodedSinceSeek > 0, now > lastStreamOffset,
-              mpg123_info2(handle.raw, &frameInfo) == Int32(MPG123_OK.rawValue) else {
-            framesDecodedSinceSeek += 1
-            return
-        }
-        framesDecodedSinceSeek += 1
-        let skipped = now - lastStreamOffset - Int(frameInfo.framesize)
-        if skipped > 0 {
-            warnings.append(DecodeWarning(kind: .skippedCorruptData, byteOffset: lastStreamOffset, byteCount: skipped))
-        }
-    }
-
     func seek(toFrame frame: Int) throws {
         guard frame >= 0, frame <= frameCount else {
             throw AudioError(.outOfRange, "\(name): frame \(frame) is outside 0...\(frameCount)")
@@ -176,8 +167,6 @@ final class MP3Decoder: AudioDecoder {
         pending = nil
         pendingSamples = 0
         position = frame
-        framesDecodedSinceSeek = 0
-        lastStreamOffset = Int(mpg123_tell_stream(handle.raw))
     }
 
     private static func readID3v2(handle: MPG123Handle, into tags: inout AudioTags) {

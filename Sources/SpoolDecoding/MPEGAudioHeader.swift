@@ -171,3 +171,91 @@ struct MPEGLayout {
         return nil
     }
 }
+
+/// Walks the chain of frame headers from the first frame to the end of the audio, the way a
+/// player's resync would, and records what does not belong to the chain: corrupt regions
+/// (bytes between a broken header and the next run of three chained frames) and a last frame
+/// cut short. libmpg123 is then shown the bytes without the corrupt regions, so a false
+/// header inside garbage can never switch the stream to another rate.
+struct MPEGFrameWalk {
+    var corruptRegions: [Range<Int>] = []
+    var truncatedFrameAt: Int?
+    var frames = 0
+
+    init(reader: ByteReader, firstFrame: Int, header first: MPEGAudioHeader, end: Int) {
+        var cursor = ChunkCursor(reader: reader, end: end)
+        var offset = firstFrame
+        func matches(_ h: MPEGAudioHeader) -> Bool {
+            h.version == first.version && h.layer == first.layer && h.sampleRate == first.sampleRate && h.frameBytes > 0
+        }
+        func header(at position: Int) -> MPEGAudioHeader? {
+            guard position + 4 <= end, let h = MPEGAudioHeader(cursor.bytes(at: position, count: 4)), matches(h) else { return nil }
+            return h
+        }
+        /// Three frames chained from `position`, or a chain that ends exactly at `end`.
+        func chainStarts(at position: Int) -> Bool {
+            var p = position
+            for _ in 0..<3 {
+                guard let h = header(at: p) else { return false }
+                p += h.frameBytes
+                if p == end { return true }
+            }
+            return true
+        }
+        var previousFrame = firstFrame
+        while offset < end {
+            if let h = header(at: offset) {
+                if offset + h.frameBytes > end {
+                    truncatedFrameAt = offset
+                    break
+                }
+                frames += 1
+                previousFrame = offset
+                offset += h.frameBytes
+                continue
+            }
+            // The frame before a broken header is damaged too when the garbage began inside
+            // it; drop it rather than decode noise from it.
+            let damagedStart = previousFrame > firstFrame ? previousFrame : offset
+            if damagedStart < offset { frames -= 1 }
+            // A broken header: look for the next place the chain picks up again.
+            var next = offset + 1
+            while next + 4 <= end, !(cursor.byte(at: next) == 0xFF && chainStarts(at: next)) { next += 1 }
+            if next + 4 > end { next = end }
+            corruptRegions.append(damagedStart..<next)
+            offset = next
+            previousFrame = next
+        }
+    }
+}
+
+/// Reads a file through a 64 KiB window so that walking headers costs few system calls.
+private struct ChunkCursor {
+    let reader: ByteReader
+    let end: Int
+    private var chunkStart = 0
+    private var chunk: [UInt8] = []
+
+    init(reader: ByteReader, end: Int) {
+        self.reader = reader
+        self.end = end
+    }
+
+    mutating func byte(at position: Int) -> UInt8 {
+        load(position, 1)
+        return chunk[position - chunkStart]
+    }
+
+    mutating func bytes(at position: Int, count: Int) -> [UInt8] {
+        load(position, count)
+        let start = position - chunkStart
+        return Array(chunk[start..<min(chunk.count, start + count)])
+    }
+
+    private mutating func load(_ position: Int, _ count: Int) {
+        if position >= chunkStart, position + count <= chunkStart + chunk.count { return }
+        chunkStart = position
+        chunk = reader.bytes(at: position, count: max(count, min(65_536, end - position)))
+        if chunk.isEmpty { chunk = [0] }
+    }
+}

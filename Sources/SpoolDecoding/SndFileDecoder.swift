@@ -67,7 +67,12 @@ final class SndFileDecoder: AudioDecoder {
             if let text = sf_get_string(handle, Int32(id)) { tags.merge(key, String(cString: text)) }
         }
         let seconds = format.seconds(forFrames: frameCount)
-        let (codec, bitsPerSample) = Self.codecName(subtype: subtype)
+        var (codec, bitsPerSample) = Self.codecName(subtype: subtype)
+        if container == "FLAC" {
+            // FLAC is compressed: name the codec and its sample depth, measure the bit rate.
+            codec = "FLAC " + (codec.split(separator: " ").dropFirst().first.map(String.init) ?? "")
+            bitsPerSample = nil
+        }
         let bitRate = if let bitsPerSample {
             Int(format.sampleRate) * format.channelCount * bitsPerSample
         } else {
@@ -90,7 +95,9 @@ final class SndFileDecoder: AudioDecoder {
         let got = Int(sf_readf_float(handle, buffer.baseAddress, sf_count_t(min(want, frameCount - position))))
         if got == 0 {
             let status = sf_error(handle)
-            if status != 0 {
+            // An error once every byte has been read is the cut-off end of a truncated file
+            // (libFLAC "lost sync" on a partial last frame): keep what decoded, and warn.
+            if status != 0, reader.offset < reader.end {
                 let text = String(cString: sf_strerror(handle))
                 throw AudioError(.corruptData, "\(name): decoding failed at frame \(position): \(text)",
                                  underlying: LibraryStatus(library: "libsndfile", code: status, text: text))

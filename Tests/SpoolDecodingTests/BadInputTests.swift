@@ -1,0 +1,134 @@
+import Foundation
+import Testing
+import SpoolCore
+@testable import SpoolDecoding
+
+/// Every kind of bad input gets a clear `AudioError` (or a warning, where the good part can
+/// still be decoded), and nothing crashes, hangs or allocates beyond the input's real size.
+@Suite("Bad input")
+struct BadInputTests {
+    func open(_ name: String) throws -> any AudioDecoder {
+        try DecoderRegistry.shared.open(path: Fixtures.path("broken/\(name)"))
+    }
+
+    func code(_ body: () throws -> Void) -> AudioError.Code? {
+        do { try body() } catch let error as AudioError { return error.code } catch { return nil }
+        return nil
+    }
+
+    @Test func emptyFile() {
+        #expect(code { _ = try open("empty.mp3") } == .emptyInput)
+        #expect(code { _ = try DecoderRegistry.shared.open(.memory(Data(), name: "nothing", typeHint: "wav")) } == .emptyInput)
+    }
+
+    @Test func aFewBytes() {
+        #expect(code { _ = try open("tiny.wav") } == .truncated)
+    }
+
+    @Test func textNamedMP3() throws {
+        do {
+            _ = try open("text.mp3")
+            Issue.record("a text file opened as audio")
+        } catch let error as AudioError {
+            #expect(error.code == .unsupportedFormat)
+            #expect(error.message.contains("text.mp3"))
+        }
+    }
+
+    @Test func randomBytes() {
+        #expect(code { _ = try open("random.bin") } == .unsupportedFormat)
+    }
+
+    @Test func missingFile() {
+        #expect(code { _ = try DecoderRegistry.shared.open(path: "/nonexistent/file.mp3") } == .fileNotFound)
+    }
+
+    @Test func directoryIsNotAFile() {
+        #expect(code { _ = try DecoderRegistry.shared.open(path: Fixtures.directory.path) } == .readFailed)
+    }
+
+    @Test("a truncated file decodes its prefix and warns once with the byte offset",
+          arguments: ["truncated.mp3", "truncated.wav", "truncated.ogg", "truncated.flac"])
+    func truncated(_ name: String) throws {
+        let decoder = try open(name)
+        let size = try FileManager.default.attributesOfItem(atPath: Fixtures.path("broken/\(name)"))[.size] as! Int
+        let pcm = try decoder.decodeAll()
+        #expect(pcm.frameCount > 0)
+        #expect(pcm.frameCount == decoder.frameCount)
+        let truncations = decoder.warnings.filter { $0.kind == .truncated }
+        #expect(truncations.count == 1)
+        #expect((0...size).contains(truncations.first?.byteOffset ?? -1))
+        // Reading again at the end yields nothing and adds no second warning.
+        #expect(try decoder.decodeAll().frameCount == 0)
+        #expect(decoder.warnings.filter { $0.kind == .truncated }.count == 1)
+    }
+
+    @Test("corruption in the middle: resync, count the skipped bytes, keep the rest",
+          arguments: ["corrupt-middle.mp3", "corrupt-middle.ogg"])
+    func corruptMiddle(_ name: String) throws {
+        let decoder = try open(name)
+        let pcm = try decoder.decodeAll()
+        let skipped = decoder.warnings.filter { $0.kind == .skippedCorruptData }
+        #expect(!skipped.isEmpty)
+        #expect(skipped.allSatisfy { $0.byteCount > 0 })
+        // Most of the second of audio survives on both sides of the damage.
+        #expect(pcm.frameCount > decoder.format.frames(forSeconds: 0.7))
+        #expect(pcm.samples.allSatisfy { $0.isFinite && abs($0) <= 1.5 })
+    }
+
+    @Test func headerClaimingGigabytes() throws {
+        let decoder = try open("huge-header.wav")
+        // libsndfile and Spool believe the bytes, not the header.
+        #expect(decoder.frameCount == 22050)
+        #expect(try decoder.decodeAll().frameCount == 22050)
+        #expect(decoder.warnings.contains { $0.kind == .truncated })
+    }
+
+    @Test func xingClaimingBillionsOfFrames() throws {
+        let decoder = try open("huge-xing.mp3")
+        #expect(decoder.frameCount < 30_000)
+        let pcm = try decoder.decodeAll()
+        #expect(pcm.frameCount == decoder.frameCount)
+        #expect(decoder.warnings.contains { $0.kind == .truncated })
+    }
+
+    @Test("a wrong extension does not stop a file from playing", arguments: [
+        ("mp3-named.wav", "MP3"), ("ogg-named.mp3", "Ogg"),
+    ])
+    func wrongExtension(_ name: String, _ container: String) throws {
+        let decoder = try open(name)
+        #expect(decoder.info.container == container)
+        #expect(try decoder.decodeAll().frameCount == 22050)
+    }
+
+    @Test func chainedOggThatChangesFormatStopsWithAnError() throws {
+        let decoder = try open("vorbis-chained-mixed.ogg")
+        #expect(decoder.format.sampleRate == 44100)
+        #expect(decoder.frameCount == 22050)
+        var buffer = [Float](repeating: 0, count: 4096 * 2)
+        var frames = 0
+        var failure: AudioError?
+        do {
+            while true {
+                let got = try buffer.withUnsafeMutableBufferPointer { try decoder.read(into: $0) }
+                if got == 0 { break }
+                frames += got
+            }
+        } catch let error as AudioError { failure = error }
+        #expect(frames == 22050)
+        #expect(failure?.code == .formatChanged)
+        #expect(failure?.message.contains("22050 Hz") == true)
+    }
+
+    @Test("seek past the end and reads after the end", arguments: Fixtures.all.prefix(30).map(\.file))
+    func seekPastEnd(_ file: String) throws {
+        let decoder = try DecoderRegistry.shared.open(path: Fixtures.path(file))
+        #expect(code { try decoder.seek(toFrame: decoder.frameCount + 1) } == .outOfRange)
+        #expect(code { try decoder.seek(toFrame: -1) } == .outOfRange)
+        try decoder.seek(toFrame: decoder.frameCount)
+        var buffer = [Float](repeating: 0, count: 1024 * decoder.format.channelCount)
+        for _ in 0..<3 {
+            #expect(try buffer.withUnsafeMutableBufferPointer { try decoder.read(into: $0) } == 0)
+        }
+    }
+}

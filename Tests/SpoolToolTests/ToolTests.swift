@@ -1,0 +1,137 @@
+import Foundation
+import Testing
+import Spool
+
+/// Runs the built `spool` executable.
+struct Tool {
+    static let fixtures = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Fixtures")
+
+    /// The executable sits beside the test bundle in the build products folder.
+    static let executable: URL = {
+        var dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        for _ in 0..<4 {
+            let candidate = dir.appendingPathComponent("spool")
+            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+            dir = dir.deletingLastPathComponent()
+        }
+        return URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent(".build/debug/spool")
+    }()
+
+    struct Result {
+        let status: Int32
+        let stdout: Data
+        let stderr: String
+        var text: String { String(decoding: stdout, as: UTF8.self) }
+    }
+
+    static func run(_ arguments: [String]) throws -> Result {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        // Read before waiting so a large output cannot fill the pipe and stall the child.
+        let stdout = out.fileHandleForReading.readDataToEndOfFile()
+        let stderr = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Result(status: process.terminationStatus, stdout: stdout, stderr: String(decoding: stderr, as: UTF8.self))
+    }
+
+    static func fixture(_ name: String) -> String { fixtures.appendingPathComponent(name).path }
+}
+
+@Suite("spool info and spool decode")
+struct ToolTests {
+    @Test func infoJSONCarriesEveryField() throws {
+        let result = try Tool.run(["info", "--json", Tool.fixture("mp3-44100-stereo.mp3"), Tool.fixture("flac-48000-mono-s24.flac")])
+        #expect(result.status == 0)
+        let reports = try JSONSerialization.jsonObject(with: result.stdout) as! [[String: Any]]
+        #expect(reports.count == 2)
+        let mp3 = reports[0]
+        #expect(mp3["container"] as? String == "MP3")
+        #expect(mp3["codec"] as? String == "MPEG-1 Layer III")
+        #expect(mp3["sampleRate"] as? Double == 44_100)
+        #expect(mp3["channels"] as? Int == 2)
+        #expect(mp3["frames"] as? Int == 22_050)
+        #expect(mp3["duration"] as? Double == 0.5)
+        #expect(mp3["bitRate"] as? Int == 128_000)
+        #expect(mp3["isVBR"] as? Bool == false)
+        #expect((mp3["tags"] as? [String: String])?["title"] == "Spool Test")
+        #expect(reports[1]["container"] as? String == "FLAC")
+        #expect(reports[1]["isVBR"] as? Bool == true)
+    }
+
+    @Test func infoTextNamesTheFields() throws {
+        let result = try Tool.run(["info", Tool.fixture("vorbis-44100-stereo.ogg")])
+        #expect(result.status == 0)
+        for word in ["Ogg", "Vorbis", "44100 Hz, 2 ch", "frames      22050", "title       Spool Test"] {
+            #expect(result.text.contains(word), "\(word)")
+        }
+    }
+
+    @Test func runtimeErrorIsOneLineAndExitStatus1() throws {
+        let path = Tool.fixture("broken/text.mp3")
+        let result = try Tool.run(["info", path])
+        #expect(result.status == 1)
+        #expect(result.stderr.hasPrefix("spool: \(path): "))
+        #expect(result.stderr.split(separator: "\n").count == 1)
+    }
+
+    @Test func usageErrorsExitWith2() throws {
+        #expect(try Tool.run([]).status == 2)
+        #expect(try Tool.run(["frobnicate"]).status == 2)
+        #expect(try Tool.run(["info"]).status == 2)
+        #expect(try Tool.run(["decode", Tool.fixture("mp3-44100-stereo.mp3")]).status == 2)
+        #expect(try Tool.run(["decode", Tool.fixture("mp3-44100-stereo.mp3"), "--output", "-", "--start", "x"]).status == 2)
+        #expect(try Tool.run(["info", "--bogus", "x"]).status == 2)
+    }
+
+    @Test func helpForEachCommand() throws {
+        for command in ["info", "decode"] {
+            let result = try Tool.run([command, "--help"])
+            #expect(result.status == 0)
+            #expect(result.text.contains("usage: spool \(command)"))
+        }
+        #expect(try Tool.run(["bench", "--help"]).text.contains("usage: spool bench"))
+    }
+
+    @Test func decodeToWAVRoundTrips() throws {
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("spool-decode-\(UUID()).wav").path
+        defer { try? FileManager.default.removeItem(atPath: output) }
+        let source = Tool.fixture("flac-44100-stereo-s16.flac")
+        let result = try Tool.run(["decode", source, "--output", output])
+        #expect(result.status == 0)
+        let expected = try DecoderRegistry.shared.open(path: source).decodeAll()
+        let written = try DecoderRegistry.shared.open(path: output)
+        #expect(written.info.codec == "PCM 32-bit float")
+        #expect(try written.decodeAll().samples == expected.samples)
+    }
+
+    @Test func decodeRawToStdoutWithStartAndDuration() throws {
+        let source = Tool.fixture("wav-48000-stereo-s24.wav")
+        let result = try Tool.run(["decode", source, "--output", "-", "--start", "0.1", "--duration", "0.25"])
+        #expect(result.status == 0)
+        let samples = result.stdout.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
+        #expect(samples.count == 12_000 * 2)
+        let whole = try DecoderRegistry.shared.open(path: source).decodeAll().samples
+        #expect(samples[...] == whole[(4_800 * 2)..<(16_800 * 2)])
+    }
+
+    @Test func decodeStartPastTheEndIsAnError() throws {
+        let result = try Tool.run(["decode", Tool.fixture("wav-8000-mono-ulaw.wav"), "--output", "-", "--start", "5"])
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("past the end"))
+    }
+
+    @Test func decodeWarnsAboutTruncation() throws {
+        let result = try Tool.run(["decode", Tool.fixture("broken/truncated.wav"), "--output", "-"])
+        #expect(result.status == 0)
+        #expect(result.stderr.contains("warning: data ends early at byte"))
+        #expect(result.stdout.count > 0)
+    }
+}

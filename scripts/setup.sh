@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Spool builds against and the tools its tests and benchmarks
+# use. Safe to run again: apt skips what is already there.
+set -euo pipefail
+
+packages=(
+    pkg-config
+    libmpg123-dev libvorbis-dev libsndfile1-dev   # decoders
+    mpg123 vorbis-tools flac sox                   # reference decoders for `spool bench decode`
+)
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    export DEBIAN_FRONTEND=noninteractive
+    $sudo apt-get update -qq
+    $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi

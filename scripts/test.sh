@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Builds Spool with warnings as errors and runs every test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/setup.sh
+swift build --build-tests -Xswiftc -warnings-as-errors
+swift test --skip-build
