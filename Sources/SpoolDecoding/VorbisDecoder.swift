@@ -41,6 +41,9 @@ final class VorbisDecoder: AudioDecoder {
             throw AudioError(.unsupportedFormat, "\(name): \(error.message)")
         }
         channelMap = Self.vorbisToWAVOrder[format.channelCount - 1]
+        // libvorbisfile 1.3.7 starts a chained file at link 2 when link 1 holds a single
+        // audio page; an explicit seek to frame 0 puts it at the real start.
+        if ov_streams(vf) > 1 { _ = ov_pcm_seek(vf, 0) }
 
         var frames = 0
         var formatBreak: (link: Int, frame: Int, format: String)?

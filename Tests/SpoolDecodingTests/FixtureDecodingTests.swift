@@ -64,3 +64,18 @@ struct FixtureDecodingTests {
         #expect(try decoder.decodeAll().frameCount == 0)
     }
 }
+
+@Suite("Chained Ogg Vorbis")
+struct ChainedVorbisTests {
+    @Test func singlePageLinksPlayFromTheFirstLink() throws {
+        // libvorbisfile alone starts this file at its second link.
+        let decoder = try DecoderRegistry.shared.open(path: Fixtures.path("broken/vorbis-chained-short-links.ogg"))
+        #expect(decoder.frameCount == 44_100)
+        let pcm = try decoder.decodeAll()
+        #expect(pcm.frameCount == 44_100)
+        let link = try Fixtures.reference(Fixtures.all.first { $0.file == "vorbis-44100-stereo.ogg" }!)
+        let samples = pcm.samples
+        #expect(snr(samples[0..<44_100], link[...]) >= 60)
+        #expect(snr(samples[44_100...], link[...]) >= 60)
+    }
+}
