@@ -19,19 +19,36 @@ let package = Package(
         .systemLibrary(
             name: "CSndFile", path: "Sources/CSndFile", pkgConfig: "sndfile",
             providers: [.apt(["libsndfile1-dev"])]),
+        .systemLibrary(
+            name: "CALSA", path: "Sources/CALSA", pkgConfig: "alsa",
+            providers: [.apt(["libasound2-dev"])]),
+        .systemLibrary(
+            name: "CSoxr", path: "Sources/CSoxr", pkgConfig: "soxr",
+            providers: [.apt(["libsoxr-dev"])]),
+        .systemLibrary(
+            name: "CSampleRate", path: "Sources/CSampleRate", pkgConfig: "samplerate",
+            providers: [.apt(["libsamplerate0-dev"])]),
 
         // MARK: - Targets
 
         .target(name: "SpoolCore"),
         .target(name: "SpoolDecoding", dependencies: ["SpoolCore", "CMPG123", "CVorbisFile", "CSndFile"]),
-        .target(name: "Spool", dependencies: ["SpoolCore", "SpoolDecoding"]),
+        .target(name: "SpoolBufferQueue", dependencies: ["SpoolCore", "CALSA", "CSoxr", "CSampleRate"]),
+        .target(name: "Spool", dependencies: ["SpoolCore", "SpoolDecoding", "SpoolBufferQueue"]),
         .executableTarget(name: "spool", dependencies: ["Spool"]),
 
         // MARK: - Tests
 
         .testTarget(name: "SpoolCoreTests", dependencies: ["SpoolCore"]),
         .testTarget(name: "SpoolDecodingTests", dependencies: ["SpoolDecoding"]),
+        .testTarget(name: "SpoolBufferQueueTests", dependencies: ["SpoolBufferQueue", "SpoolDecoding", "CAllocationCounter"]),
         .testTarget(name: "SpoolToolTests", dependencies: ["spool", "Spool"]),
+
+        // MARK: - Test support
+
+        // Counts heap allocations made on a thread while counting is switched on: the proof
+        // that the render path does not allocate.
+        .target(name: "CAllocationCounter", path: "Tests/CAllocationCounter"),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -3,5 +3,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
+./scripts/pulseaudio.sh
 swift build --build-tests -Xswiftc -warnings-as-errors
 swift test --skip-build

@@ -90,7 +90,7 @@ public struct PCMBuffer: Sendable {
     public var byteCount: Int { frameCount * format.channelCount * MemoryLayout<Float>.size }
 
     /// Bytes of the whole storage this buffer shares (a slice keeps its parent's storage alive).
-    public var storageByteCount: Int { storage.samples.count * MemoryLayout<Float>.size }
+    public var storageByteCount: Int { storage.count * MemoryLayout<Float>.size }
 
     /// A buffer over `frames` of this one, sharing its storage.
     /// - Parameter frames: A range within `0..<frameCount`.
@@ -106,9 +106,7 @@ public struct PCMBuffer: Sendable {
     /// Calls `body` with this buffer's interleaved samples (`frameCount × channelCount` of them).
     public func withUnsafeSamples<R>(_ body: (UnsafeBufferPointer<Float>) throws -> R) rethrows -> R {
         let channels = format.channelCount
-        return try storage.samples.withUnsafeBufferPointer { all in
-            try body(UnsafeBufferPointer(rebasing: all[(startFrame * channels)..<((startFrame + frameCount) * channels)]))
-        }
+        return try body(UnsafeBufferPointer(start: storage.base + startFrame * channels, count: frameCount * channels))
     }
 
     /// The interleaved samples, copied into an array.
@@ -121,19 +119,39 @@ public struct PCMBuffer: Sendable {
     /// - Returns: The sample, or `nil` when either index is out of range.
     public func sample(frame: Int, channel: Int) -> Float? {
         guard (0..<frameCount).contains(frame), (0..<format.channelCount).contains(channel) else { return nil }
-        return storage.samples[(startFrame + frame) * format.channelCount + channel]
+        return storage.base[(startFrame + frame) * format.channelCount + channel]
     }
 }
 
-/// The shared, never-mutated sample array behind `PCMBuffer`s. A class so that copies and
-/// slices share it and so that a cache can tell, through a weak reference, whether evicted
-/// audio is still held elsewhere.
-public final class PCMStorage: Sendable {
-    let samples: [Float]
-    init(_ samples: [Float]) { self.samples = samples }
+/// The shared, never-mutated samples behind `PCMBuffer`s. A class so that copies and slices
+/// share it and so that a cache can tell, through a weak reference, whether evicted audio is
+/// still held elsewhere. The samples live at a fixed address for the storage's lifetime, so
+/// a render thread may read them through `baseAddress` while some owner keeps them alive.
+public final class PCMStorage: @unchecked Sendable {
+    // Sendable: the memory is written once, in init, and only read afterwards.
+    let base: UnsafeMutablePointer<Float>
+    let count: Int
+
+    init(_ samples: [Float]) {
+        count = samples.count
+        base = .allocate(capacity: max(1, samples.count))
+        samples.withUnsafeBufferPointer { source in
+            if let address = source.baseAddress { base.initialize(from: address, count: count) }
+        }
+    }
+
+    deinit { base.deallocate() }
+
+    var samples: UnsafeBufferPointer<Float> { UnsafeBufferPointer(start: base, count: count) }
 }
 
 extension PCMBuffer {
+    /// The address of the first sample, valid while any copy of this buffer is alive. For
+    /// render threads, which must not retain or release objects per period.
+    public var unsafeBaseAddress: UnsafePointer<Float> {
+        UnsafePointer(storage.base + startFrame * format.channelCount)
+    }
+
     /// An identity for the storage this buffer shares, equal for all its copies and slices.
     public var storageIdentifier: ObjectIdentifier { ObjectIdentifier(storage) }
 

@@ -11,6 +11,9 @@ enum BenchCommand {
           decode FILE... [--repeat N] [--json PATH]
                 decode throughput of each file, against the reference command-line
                 decoder for its format in the same run (mpg123, oggdec, flac, sox)
+          cache [DIR] [--budget-mb N] [--repeat N] [--hits N] [--json PATH]
+                buffer cache on a folder (default Fixtures): cold load serial vs parallel,
+                hit latency p50/p99, bytes held against the budget (N MiB, default 64)
         """
 
     static func run(_ words: [String]) throws {
@@ -18,6 +21,7 @@ enum BenchCommand {
         let rest = Array(words.dropFirst())
         switch name {
         case "decode": try DecodeBench.run(rest)
+        case "cache": try CacheBench.run(rest)
         case "--help", "-h": print(help)
         default: throw UsageError("unknown benchmark '\(name)'")
         }

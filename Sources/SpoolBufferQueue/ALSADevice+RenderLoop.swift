@@ -1,0 +1,143 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+internal import CALSA
+import SpoolCore
+
+/// The ALSA device's render loop. Everything it touches is made before its thread starts; per
+/// period it calls libasound, the renderer and atomics only.
+final class ALSARenderLoop: Sendable {
+    let pcm: ALSAPCM
+    let format: AudioFormat
+    let periodFrames: Int
+    let bufferFrames: Int
+    let sampleType: PCMBuffer.SampleType
+    let renderer: any AudioRenderer
+    let clock: VirtualClock
+    let events: RenderThread.EventRelay
+    /// How long to wait for room before checking the stop flag again: two periods, at least
+    /// 10 ms, so `stop()` returns promptly even when the device stalls.
+    let waitMilliseconds: Int32
+
+    init(pcm: ALSAPCM, format: AudioFormat, periodFrames: Int, bufferFrames: Int, sampleType: PCMBuffer.SampleType,
+         renderer: any AudioRenderer, clock: VirtualClock, events: RenderThread.EventRelay) {
+        self.pcm = pcm
+        self.format = format
+        self.periodFrames = periodFrames
+        self.bufferFrames = bufferFrames
+        self.sampleType = sampleType
+        self.renderer = renderer
+        self.clock = clock
+        self.events = events
+        waitMilliseconds = Int32(max(10, (2 * format.seconds(forFrames: periodFrames) * 1000).rounded(.up)))
+    }
+
+    func run(on thread: RenderThread) {
+        let channels = format.channelCount
+        let samples = periodFrames * channels
+        let floats = UnsafeMutablePointer<Float>.allocate(capacity: samples)
+        floats.initialize(repeating: 0, count: samples)
+        let int16s = UnsafeMutablePointer<Int16>.allocate(capacity: sampleType == .int16 ? samples : 1)
+        defer {
+            floats.deallocate()
+            int16s.deallocate()
+        }
+        let output = sampleType == .int16 ? UnsafeRawPointer(int16s) : UnsafeRawPointer(floats)
+        let frameBytes = channels * sampleType.byteWidthForALSA
+        let nanosecondsPerFrame = 1e9 / format.sampleRate
+        let handle = pcm.handle
+        var sampleTime: Int64 = 0
+
+        while !thread.shouldStop {
+            // Wait until the device has room for a period, so the period is rendered as late as possible.
+            let available = snd_pcm_avail_update(handle)
+            if available < 0 {
+                guard recover(ALSAStatus(Int32(truncatingIfNeeded: available)), thread: thread) else { return }
+                continue
+            }
+            if available < periodFrames {
+                let ready = snd_pcm_wait(handle, waitMilliseconds)
+                if ready < 0 {
+                    guard recover(ALSAStatus(ready), thread: thread) else { return }
+                    continue
+                }
+                if ready == 0 { continue }  // timed out: look at the stop flag, then wait again
+            }
+
+            // Frames already queued ahead of this period decide when it will be heard.
+            var delay: snd_pcm_sframes_t = 0
+            let delayStatus = ALSAStatus(snd_pcm_delay(handle, &delay))
+            if delayStatus == .xrun || delayStatus == .suspended {
+                guard recover(delayStatus, thread: thread) else { return }
+                continue
+            }
+            if delayStatus.rawValue < 0 {
+                // The pulse plugin answers -EIO until its stream has timing data (before the
+                // first write): fall back to what the buffer holds. A device that is really
+                // gone fails the write below.
+                delay = bufferFrames - min(bufferFrames, max(periodFrames, available))
+            }
+            let heard = HostTime.now() &+ UInt64((Double(max(0, delay)) * nanosecondsPerFrame).rounded())
+            renderer.render(into: floats, frames: periodFrames, timestamp: RenderTimestamp(sampleTime: sampleTime, hostTime: heard))
+            if sampleType == .int16 { Self.convert(floats, to: int16s, count: samples) }
+
+            var written = 0
+            while written < periodFrames {
+                let result = snd_pcm_writei(handle, output + written * frameBytes, snd_pcm_uframes_t(periodFrames - written))
+                if result >= 0 {
+                    written += result
+                } else {
+                    guard recover(ALSAStatus(Int32(truncatingIfNeeded: result)), thread: thread) else { return }
+                    if thread.shouldStop { return }
+                }
+            }
+            sampleTime += Int64(periodFrames)
+            clock.publish(drainTime: heard &+ UInt64((Double(periodFrames) * nanosecondsPerFrame).rounded()))
+        }
+    }
+
+    /// Recovers from `status` the way `snd_pcm_recover` would, counting underruns; on anything
+    /// it cannot recover from, reports the device lost.
+    /// - Returns: Whether the loop may go on.
+    private func recover(_ status: ALSAStatus, thread: RenderThread) -> Bool {
+        var failure = status
+        switch status {
+        case .tryAgain, .interrupted:
+            return true
+        case .xrun:
+            events.reportXrun()
+            let prepared = snd_pcm_prepare(pcm.handle)
+            if prepared >= 0 { return true }
+            failure = ALSAStatus(prepared)
+        case .suspended:
+            var resumed = snd_pcm_resume(pcm.handle)
+            while resumed == ALSAStatus.tryAgain.rawValue, !thread.shouldStop {
+                HostTime.sleep(until: HostTime.now() + 10_000_000)  // the driver is still waking up
+                resumed = snd_pcm_resume(pcm.handle)
+            }
+            if resumed >= 0 { return true }
+            resumed = snd_pcm_prepare(pcm.handle)  // devices that cannot resume restart from prepared
+            if resumed >= 0 { return true }
+            failure = ALSAStatus(resumed)
+        default:
+            break
+        }
+        clock.reset()
+        events.reportLoss(status: failure.rawValue)
+        return false
+    }
+
+    /// Float32 to signed 16-bit with clipping; NaN becomes silence.
+    private static func convert(_ source: UnsafeMutablePointer<Float>, to target: UnsafeMutablePointer<Int16>, count: Int) {
+        for i in 0..<count {
+            let x = source[i]
+            let clipped: Float = x > 1 ? 1 : (x < -1 ? -1 : (x == x ? x : 0))
+            target[i] = Int16((clipped * 32767).rounded())
+        }
+    }
+}
+
+extension PCMBuffer.SampleType {
+    /// Bytes per sample as written to ALSA.
+    var byteWidthForALSA: Int { self == .int16 ? 2 : 4 }
+}

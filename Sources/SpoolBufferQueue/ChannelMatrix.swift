@@ -1,0 +1,30 @@
+/// How a queue's channels map onto the device's, as a `device × queue` gain matrix.
+/// Mono feeds both front channels (the pan law then sets their balance); stereo to mono
+/// averages; 5.1/7.1 fold down to stereo with the ITU-R BS.775 coefficients (centre and
+/// surrounds at −3 dB, LFE dropped); fewer channels than the device fill the first ones.
+enum ChannelMatrix {
+    static func fill(_ m: UnsafeMutablePointer<Float>, from q: Int, to c: Int) {
+        func set(_ out: Int, _ inp: Int, _ g: Float) { if out < c, inp < q { m[out * q + inp] = g } }
+        switch (q, c) {
+        case (1, _):
+            set(0, 0, 1)
+            set(1, 0, 1)
+        case (2, 1):
+            set(0, 0, 0.5)
+            set(0, 1, 0.5)
+        case (_, 2) where q > 2:
+            // WAV order: L R C LFE BL BR SL SR. Normalised so a full-scale signal on every
+            // channel cannot exceed full scale on either side.
+            let minus3dB: Float = 0.707_106_77
+            var left: [(Int, Float)] = [(0, 1), (2, minus3dB)]
+            var right: [(Int, Float)] = [(1, 1), (2, minus3dB)]
+            if q >= 5 { left.append((4, minus3dB)); right.append((5, minus3dB)) }
+            if q >= 7 { left.append((6, minus3dB)); right.append((7, minus3dB)) }
+            let norm = 1 / left.reduce(0) { $0 + ($1.0 < q ? $1.1 : 0) }
+            for (ch, g) in left { set(0, ch, g * norm) }
+            for (ch, g) in right { set(1, ch, g * norm) }
+        default:
+            for ch in 0..<min(q, c) { set(ch, ch, 1) }
+        }
+    }
+}

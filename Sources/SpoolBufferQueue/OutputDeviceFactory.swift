@@ -1,0 +1,71 @@
+import SpoolCore
+
+/// Which output device to open, as a program or the command line names it.
+public enum OutputTarget: Sendable, Equatable, CustomStringConvertible {
+    /// ALSA's `default` PCM (the sound server, where there is one), or the null device when it
+    /// cannot be opened.
+    case `default`
+    /// A named ALSA PCM, e.g. `hw:0,0`, `pulse`.
+    case alsa(String)
+    /// The clock-paced null device.
+    case null
+    /// The offline renderer, driven by the caller.
+    case offline
+
+    /// Reads a target as the command line spells it: `default`, `null`, `offline` or `alsa:NAME`.
+    /// - Parameter text: The spelling.
+    /// - Throws: `AudioError.Code.invalidParameter` naming the text when it is none of those.
+    public init(parsing text: String) throws {
+        switch text {
+        case "default": self = .default
+        case "null": self = .null
+        case "offline": self = .offline
+        default:
+            guard text.hasPrefix("alsa:"), text.count > "alsa:".count else {
+                throw AudioError(.invalidParameter, "output \"\(text)\" is not one of default, null, alsa:NAME")
+            }
+            self = .alsa(String(text.dropFirst("alsa:".count)))
+        }
+    }
+
+    /// The command-line spelling, which `init(parsing:)` reads back.
+    public var description: String {
+        switch self {
+        case .default: "default"
+        case .alsa(let name): "alsa:\(name)"
+        case .null: "null"
+        case .offline: "offline"
+        }
+    }
+}
+
+/// Opens the output device a program asked for.
+public enum OutputDeviceFactory {
+    /// Opens `target`. `.default` falls back to the null device when ALSA's `default` cannot be
+    /// opened, and says so in `notice`.
+    /// - Parameters:
+    ///   - target: The device to open.
+    ///   - configuration: Rate, channels, period size and count to ask for.
+    /// - Returns: The device, and a one-line notice for the user when it is not the one asked
+    ///   for (`nil` otherwise).
+    /// - Throws: `AudioError.Code.invalidParameter` for a bad configuration;
+    ///   `AudioError.Code.deviceUnavailable` when a named ALSA device cannot be opened.
+    public static func open(_ target: OutputTarget, configuration: OutputConfiguration) throws
+        -> (device: any OutputDevice, notice: String?) {
+        switch target {
+        case .default:
+            do {
+                return (try ALSADevice(name: "default", configuration: configuration), nil)
+            } catch let error as AudioError where error.code == .deviceUnavailable {
+                let device = try NullDevice(configuration: configuration)
+                return (device, "no audio device could be opened (\(error.message)); playing to the null device")
+            }
+        case .alsa(let name):
+            return (try ALSADevice(name: name, configuration: configuration), nil)
+        case .null:
+            return (try NullDevice(configuration: configuration), nil)
+        case .offline:
+            return (try OfflineDevice(configuration: configuration), nil)
+        }
+    }
+}

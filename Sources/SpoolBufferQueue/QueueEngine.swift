@@ -1,0 +1,217 @@
+import Foundation
+import SpoolCore
+import Synchronization
+
+/// Mixes every running `BufferQueue` into one output device: converts each queue's rate and
+/// channel count to the device's, applies volume, pan and fades as ramps, and plays silence
+/// (counting an underrun) when a queue runs dry.
+///
+/// The render path allocates nothing, takes no lock another thread holds, does no I/O and
+/// calls no user code: queues cross to it through lock-free rings and atomics, and finished
+/// buffers go back through a ring to a callback thread that runs the programs' callbacks.
+/// On an offline device (rendered on demand by the caller) there is no real-time thread, so
+/// rendering and control calls take turns under one gate and callbacks run right after each
+/// render call, on the caller's thread (or synchronously on the queue's `DispatchQueue`),
+/// as `AudioQueueOfflineRender` does.
+public final class QueueEngine: AudioRenderer, Sendable {
+    /// The device the engine plays through.
+    public let device: any OutputDevice
+    /// The device's format: what every queue is converted to.
+    public var format: AudioFormat { device.format }
+
+    /// Most queues one engine mixes.
+    public static let maximumQueues = 64
+
+    let isRealTime: Bool
+    private let slots: SlotTable
+    private let control = Mutex<ControlState>(ControlState())
+    /// Serialises rendering with control calls when there is no real-time thread.
+    let offlineGate = Mutex<Void>(())
+    private let pump: CallbackPump
+
+    struct ControlState {
+        var queues: [Int: WeakQueue] = [:]
+        var started = false
+    }
+
+    struct WeakQueue {
+        weak var queue: BufferQueue?
+    }
+
+    /// Makes an engine over `device`. The engine starts the device with `start()`.
+    /// - Parameter device: ALSA, null or offline output.
+    public init(device: any OutputDevice) {
+        self.device = device
+        isRealTime = device.rendersInRealTime
+        slots = SlotTable(capacity: Self.maximumQueues)
+        pump = CallbackPump()
+        pump.engine = self
+    }
+
+    deinit {
+        device.stop()
+        pump.shutdown()
+    }
+
+    /// Starts the device pulling from the engine.
+    /// - Throws: The device's error.
+    public func start() throws {
+        try control.withLock { state in
+            guard !state.started else { return }
+            try device.start(renderer: self)
+            state.started = true
+        }
+    }
+
+    /// Stops the device; queues keep their buffers and state.
+    public func stop() {
+        control.withLock { state in
+            guard state.started else { return }
+            device.stop()
+            state.started = false
+        }
+    }
+
+    /// Whether the device is pulling from the engine.
+    public var isRunning: Bool { control.withLock { $0.started } && device.isRunning }
+
+    // MARK: Queues
+
+    func attach(_ queue: BufferQueue, slot: QueueSlot) throws -> Int {
+        let index = try slots.claim(slot)
+        control.withLock { $0.queues[index] = WeakQueue(queue: queue) }
+        return index
+    }
+
+    func detach(index: Int) {
+        slots.release(index)
+        control.withLock { _ = $0.queues.removeValue(forKey: index) }
+    }
+
+    func queue(at index: Int) -> BufferQueue? { control.withLock { $0.queues[index]?.queue } }
+
+    var attachedIndices: [Int] { control.withLock { Array($0.queues.keys) } }
+
+    /// Runs render-side work for a control call: on a real-time engine the render thread
+    /// does it at its next period; offline, the caller does it now, under the gate.
+    func applyNow(_ slot: QueueSlot) -> Bool {
+        guard !isRealTime || !device.isRunning else { return false }
+        let due = offlineGate.withLock { _ in slot.processCommands() }
+        if due { deliverCallbacks() }
+        return true
+    }
+
+    func wakeCallbacks() { pump.wake() }
+
+    func deliverCallbacks() {
+        for index in attachedIndices { queue(at: index)?.deliverCompletions() }
+    }
+
+    // MARK: Rendering
+
+    public func render(into buffer: UnsafeMutablePointer<Float>, frames: Int, timestamp: RenderTimestamp) {
+        if isRealTime {
+            if renderSlots(into: buffer, frames: frames, timestamp: timestamp) { pump.wake() }
+        } else {
+            let due = offlineGate.withLock { _ in renderSlots(into: buffer, frames: frames, timestamp: timestamp) }
+            if due { deliverCallbacks() }
+        }
+    }
+
+    private func renderSlots(into buffer: UnsafeMutablePointer<Float>, frames: Int, timestamp: RenderTimestamp) -> Bool {
+        buffer.update(repeating: 0, count: frames * device.format.channelCount)
+        var due = false
+        slots.forEachActive { slot in
+            if slot.mix(into: buffer, frames: frames, timestamp: timestamp) { due = true }
+        }
+        return due
+    }
+}
+
+/// The engine's fixed table of queue slots. Claiming and releasing happen on control
+/// threads under a lock; the render thread only reads the table, through atomics.
+final class SlotTable: @unchecked Sendable {
+    // Sendable: `entries` is written only under `lock`, and a slot is published to the
+    // render thread by the release store of its `active` flag after it is written.
+    private let entries: UnsafeMutablePointer<Unmanaged<QueueSlot>?>
+    private let active: [AtomicFlag]
+    private let lock = Mutex<Set<Int>>([])
+    let capacity: Int
+
+    init(capacity: Int) {
+        self.capacity = capacity
+        entries = .allocate(capacity: capacity)
+        entries.initialize(repeating: nil, count: capacity)
+        active = (0..<capacity).map { _ in AtomicFlag() }
+    }
+
+    deinit {
+        for i in 0..<capacity { entries[i]?.release() }
+        entries.deallocate()
+    }
+
+    func claim(_ slot: QueueSlot) throws -> Int {
+        try lock.withLock { used in
+            guard let index = (0..<capacity).first(where: { !used.contains($0) }) else {
+                throw AudioError(.invalidState, "the engine already mixes \(capacity) queues")
+            }
+            used.insert(index)
+            entries[index]?.release()
+            entries[index] = Unmanaged.passRetained(slot)
+            active[index].value.store(true, ordering: .releasing)
+            return index
+        }
+    }
+
+    /// Stops rendering the slot. Its memory stays until the index is claimed again (or
+    /// the table goes), so a render pass that already read the entry stays safe.
+    func release(_ index: Int) {
+        lock.withLock { used in
+            active[index].value.store(false, ordering: .releasing)
+            used.remove(index)
+        }
+    }
+
+    /// Render side: visits each active slot without retaining or releasing it.
+    func forEachActive(_ body: (QueueSlot) -> Void) {
+        for i in 0..<capacity where active[i].value.load(ordering: .acquiring) {
+            if let slot = entries[i] { body(slot.takeUnretainedValue()) }
+        }
+    }
+}
+
+/// The thread that runs queue callbacks for a real-time engine: the render thread wakes it
+/// with a semaphore signal (no lock, no allocation) when buffers finish.
+final class CallbackPump: @unchecked Sendable {
+    // Sendable: `engine` is set once before the thread starts; the rest is a semaphore and atomics.
+    weak var engine: QueueEngine?
+    private let semaphore = DispatchSemaphore(value: 0)
+    private let running = Atomic<Bool>(true)
+    private let pending = Atomic<Bool>(false)
+    private let finished = DispatchSemaphore(value: 0)
+
+    init() {
+        let thread = Thread { [self] in loop() }
+        thread.name = "spool.queue-callbacks"
+        thread.start()
+    }
+
+    func wake() {
+        // One signal per burst: the pump drains everything each time it wakes.
+        if !pending.exchange(true, ordering: .acquiringAndReleasing) { semaphore.signal() }
+    }
+
+    func shutdown() {
+        running.store(false, ordering: .releasing)
+        semaphore.signal()
+    }
+
+    private func loop() {
+        while running.load(ordering: .acquiring) {
+            semaphore.wait()
+            pending.store(false, ordering: .releasing)
+            guard running.load(ordering: .acquiring) else { break }
+            engine?.deliverCallbacks()
+        }
+    }
+}

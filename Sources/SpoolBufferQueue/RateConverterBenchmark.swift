@@ -1,0 +1,299 @@
+import Foundation
+import SpoolCore
+
+/// How faithfully one converter carried one sine tone through a conversion.
+public struct RateConversionToneResult: Sendable, Equatable {
+    /// The tone's frequency in Hz.
+    public var frequencyHz: Double
+    /// The channel the tone was on.
+    public var channel: Int
+    /// How many channels the stream had.
+    public var channelCount: Int
+    /// The sample rates converted from and to, in Hz.
+    public var inputRate: Double
+    public var outputRate: Double
+    /// Signal-to-noise ratio of the output against the ideal sine at the output rate, in dB,
+    /// after compensating the converter's delay (a least-squares fit of the phase). Passband
+    /// gain error, aliasing, imaging and noise all count as noise.
+    public var snrDB: Double
+    /// The output's frequency (from interpolated rising zero crossings) against the input's,
+    /// in percent; positive when the output is sharp.
+    public var frequencyErrorPercent: Double
+}
+
+/// One row of `benchmarkRateConverters`: a converter kind's measured quality and speed.
+public struct RateConverterBenchmarkRow: Sendable {
+    /// The converter measured.
+    public var kind: RateConverterKind
+    /// Its table name, e.g. `libsamplerate sinc medium`.
+    public var name: String
+    /// The worst SNR over the tones measured, in dB.
+    public var snrDB: Double
+    /// The largest frequency error over the tones measured, in percent (absolute value).
+    public var frequencyErrorPercent: Double
+    /// Input frames converted per second of CPU time: stereo 44.1 → 48 kHz in 512-frame output
+    /// periods at a fixed ratio.
+    public var framesPerSecond: Double
+    /// `framesPerSecond` over 44 100: how many streams like it one core keeps up with.
+    public var realtimeFactor: Double
+    /// The same with the ratio changed every period (playback rate sweeping 1…1.5); `nil` for
+    /// kinds without varispeed.
+    public var varispeedFramesPerSecond: Double?
+    /// `varispeedFramesPerSecond` over 44 100.
+    public var varispeedRealtimeFactor: Double?
+    /// Every tone measured, for the detail behind `snrDB` and `frequencyErrorPercent`.
+    public var tones: [RateConversionToneResult]
+}
+
+/// Converts sine tones with one converter kind and measures each output tone.
+///
+/// Each channel carries one full-scale-half (amplitude 0.5) sine; the input is converted in
+/// 512-frame output periods and flushed, then every channel is compared with the ideal sine at
+/// the output rate, leaving out the first and last 1024 output frames.
+/// - Parameters:
+///   - kind: The converter to measure.
+///   - inputRate: The input sample rate in Hz.
+///   - outputRate: The output sample rate in Hz.
+///   - toneFrequencies: One tone per channel, in Hz.
+///   - seconds: Input duration.
+/// - Returns: One result per channel.
+/// - Throws: `AudioError.Code.invalidParameter` for rates or channel counts a converter refuses.
+public func measureRateConversion(
+    _ kind: RateConverterKind = .default, inputRate: Double, outputRate: Double,
+    toneFrequencies: [Double], seconds: Double = 1
+) throws -> [RateConversionToneResult] {
+    let channelCount = toneFrequencies.count
+    let converter = try makeRateConverter(kind, channelCount: channelCount, ratio: outputRate / inputRate)
+    let inputFrames = Int(seconds * inputRate)
+    let input = RateConverterSignal.tones(toneFrequencies, sampleRate: inputRate, frames: inputFrames)
+    let output = RateConverterSignal.convertAll(converter, input: input, periodFrames: 512)
+    let outputFrames = output.count / channelCount
+    let analysed = RateConverterSignal.edgeFrames..<max(
+        RateConverterSignal.edgeFrames + 1, outputFrames - RateConverterSignal.edgeFrames)
+
+    return toneFrequencies.enumerated().map { channel, frequency in
+        let fit = RateConverterSignal.fitSine(
+            output, channel: channel, channelCount: channelCount, frequency: frequency,
+            sampleRate: outputRate, frames: analysed)
+        let snr = RateConverterSignal.snrDB(
+            output, channel: channel, channelCount: channelCount, frequency: frequency,
+            sampleRate: outputRate, phase: fit.phase, amplitude: RateConverterSignal.amplitude,
+            frames: analysed)
+        let measured = RateConverterSignal.zeroCrossingFrequency(
+            output, channel: channel, channelCount: channelCount, sampleRate: outputRate, frames: analysed)
+        return RateConversionToneResult(
+            frequencyHz: frequency, channel: channel, channelCount: channelCount,
+            inputRate: inputRate, outputRate: outputRate, snrDB: snr,
+            frequencyErrorPercent: (measured - frequency) / frequency * 100)
+    }
+}
+
+/// Measures every converter kind on the same signals: quality (1 kHz and 15 kHz sines, mono
+/// and stereo, 44.1 → 48 kHz and 48 → 44.1 kHz) and speed (`seconds` of stereo 44.1 → 48 kHz
+/// in 512-frame output periods, at a fixed ratio and with the ratio changed every period).
+/// - Parameters:
+///   - kinds: The kinds to measure, in table order.
+///   - seconds: Input duration of the speed runs.
+/// - Returns: One row per kind.
+/// - Throws: `AudioError` when a converter cannot be made.
+public func benchmarkRateConverters(
+    _ kinds: [RateConverterKind] = RateConverterKind.allCases, seconds: Double = 10
+) throws -> [RateConverterBenchmarkRow] {
+    try kinds.map { kind in
+        var tones: [RateConversionToneResult] = []
+        for (from, to) in [(44_100.0, 48_000.0), (48_000.0, 44_100.0)] {
+            for toneSet in [[1_000.0], [15_000.0], [1_000.0, 15_000.0]] {
+                tones += try measureRateConversion(
+                    kind, inputRate: from, outputRate: to, toneFrequencies: toneSet)
+            }
+        }
+        let fixed = try measureRateConverterSpeed(kind, seconds: seconds, varispeed: false)
+        let varispeed = kind.supportsVariableRatio
+            ? try measureRateConverterSpeed(kind, seconds: seconds, varispeed: true) : nil
+        return RateConverterBenchmarkRow(
+            kind: kind, name: kind.description,
+            snrDB: tones.map(\.snrDB).min() ?? 0,
+            frequencyErrorPercent: tones.map { abs($0.frequencyErrorPercent) }.max() ?? 0,
+            framesPerSecond: fixed, realtimeFactor: fixed / 44_100,
+            varispeedFramesPerSecond: varispeed, varispeedRealtimeFactor: varispeed.map { $0 / 44_100 },
+            tones: tones)
+    }
+}
+
+/// Input frames per second one converter kind sustains: `seconds` of stereo 44.1 kHz converted
+/// to 48 kHz in 512-frame output periods. With `varispeed`, the playback rate sweeps between
+/// 1 and 1.5 and the ratio is set every period.
+/// - Throws: `AudioError` when the converter cannot be made.
+public func measureRateConverterSpeed(
+    _ kind: RateConverterKind, seconds: Double = 10, varispeed: Bool = false
+) throws -> Double {
+    let baseRatio = 48_000.0 / 44_100
+    let converter = try makeRateConverter(kind, channelCount: 2, ratio: baseRatio)
+    let inputFrames = Int(seconds * 44_100)
+    let input = RateConverterSignal.tones([1_000, 1_500], sampleRate: 44_100, frames: inputFrames)
+    let periodFrames = 512
+    var output = [Float](repeating: 0, count: periodFrames * 2)
+
+    let clock = ContinuousClock()
+    let start = clock.now
+    input.withUnsafeBufferPointer { input in
+        output.withUnsafeMutableBufferPointer { output in
+            var used = 0
+            var period = 0
+            while used < inputFrames {
+                if varispeed {
+                    let rate = 1.25 - 0.25 * cos(2 * Double.pi * Double(period) / 100)
+                    converter.setRatio(baseRatio / rate)
+                }
+                let result = converter.process(
+                    input: input.baseAddress! + used * 2, inputFrames: inputFrames - used,
+                    output: output.baseAddress!, outputCapacity: periodFrames)
+                used += result.inputUsed
+                period += 1
+                if result.inputUsed == 0 && result.outputWritten == 0 { break }
+            }
+        }
+    }
+    let elapsed = clock.now - start
+    let elapsedSeconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18
+    return Double(inputFrames) / max(elapsedSeconds, 1e-9)
+}
+
+// MARK: - Signals and analysis
+
+/// Test signals and the measurements made on converted output (shared with the tests).
+enum RateConverterSignal {
+    /// Amplitude of every test tone.
+    static let amplitude = 0.5
+    /// Output frames left out at each end of an analysis: the filters' start and end.
+    static let edgeFrames = 1024
+
+    /// Interleaved sines, one frequency per channel, starting at phase 0.
+    static func tones(_ frequencies: [Double], sampleRate: Double, frames: Int) -> [Float] {
+        let channelCount = frequencies.count
+        var samples = [Float](repeating: 0, count: frames * channelCount)
+        for (channel, frequency) in frequencies.enumerated() {
+            let step = 2 * Double.pi * frequency / sampleRate
+            for frame in 0..<frames {
+                samples[frame * channelCount + channel] = Float(amplitude * sin(step * Double(frame)))
+            }
+        }
+        return samples
+    }
+
+    /// Converts all of `input` in `periodFrames` output periods, then drains the tail.
+    static func convertAll(_ converter: any RateConverter, input: [Float], periodFrames: Int) -> [Float] {
+        let channelCount = converter.channelCount
+        let inputFrames = input.count / channelCount
+        var output: [Float] = []
+        output.reserveCapacity(Int(Double(inputFrames) * converter.ratio * 1.1 + 4096) * channelCount)
+        var period = [Float](repeating: 0, count: periodFrames * channelCount)
+        input.withUnsafeBufferPointer { input in
+            period.withUnsafeMutableBufferPointer { period in
+                var used = 0
+                while true {
+                    let remaining = inputFrames - used
+                    let result = converter.process(
+                        input: remaining > 0 ? input.baseAddress! + used * channelCount : nil,
+                        inputFrames: remaining, output: period.baseAddress!, outputCapacity: periodFrames)
+                    used += result.inputUsed
+                    output.append(contentsOf: period.prefix(result.outputWritten * channelCount))
+                    if remaining == 0 && result.outputWritten == 0 { break }
+                    if remaining > 0 && result.inputUsed == 0 && result.outputWritten == 0 { break }
+                }
+            }
+        }
+        return output
+    }
+
+    /// Least-squares fit of `a·sin(ωn) + b·cos(ωn)` to one channel over `frames`.
+    static func fitSine(
+        _ samples: [Float], channel: Int, channelCount: Int, frequency: Double, sampleRate: Double,
+        frames: Range<Int>
+    ) -> (amplitude: Double, phase: Double) {
+        fitSines(
+            samples, channel: channel, channelCount: channelCount, frequencies: [frequency],
+            sampleRate: sampleRate, frames: frames)[0]
+    }
+
+    /// Joint least-squares fit of one sine per frequency to one channel over `frames`. Fitting
+    /// the tones together keeps one tone's leakage over a window of fractional periods (about
+    /// −80 dB for a second of audio) out of the other's amplitude.
+    /// - Returns: Amplitude and phase (`A·sin(ωn + phase)`) of each frequency, in order.
+    static func fitSines(
+        _ samples: [Float], channel: Int, channelCount: Int, frequencies: [Double], sampleRate: Double,
+        frames: Range<Int>
+    ) -> [(amplitude: Double, phase: Double)] {
+        let omegas = frequencies.map { 2 * Double.pi * $0 / sampleRate }
+        let size = 2 * omegas.count
+        // Normal equations: matrix | right-hand side, one row per basis function.
+        var rows = [[Double]](repeating: [Double](repeating: 0, count: size + 1), count: size)
+        var basis = [Double](repeating: 0, count: size)
+        for frame in frames {
+            for (index, omega) in omegas.enumerated() {
+                basis[2 * index] = sin(omega * Double(frame))
+                basis[2 * index + 1] = cos(omega * Double(frame))
+            }
+            let x = Double(samples[frame * channelCount + channel])
+            for row in 0..<size {
+                for column in 0..<size { rows[row][column] += basis[row] * basis[column] }
+                rows[row][size] += basis[row] * x
+            }
+        }
+        // Gaussian elimination with partial pivoting.
+        for pivot in 0..<size {
+            let best = (pivot..<size).max { abs(rows[$0][pivot]) < abs(rows[$1][pivot]) }!
+            rows.swapAt(pivot, best)
+            guard rows[pivot][pivot] != 0 else { return omegas.map { _ in (0, 0) } }
+            for row in 0..<size where row != pivot {
+                let factor = rows[row][pivot] / rows[pivot][pivot]
+                for column in pivot...size { rows[row][column] -= factor * rows[pivot][column] }
+            }
+        }
+        return omegas.indices.map { index in
+            let a = rows[2 * index][size] / rows[2 * index][2 * index]
+            let b = rows[2 * index + 1][size] / rows[2 * index + 1][2 * index + 1]
+            return ((a * a + b * b).squareRoot(), atan2(b, a))
+        }
+    }
+
+    /// SNR in dB of one channel against `amplitude · sin(ωn + phase)`.
+    static func snrDB(
+        _ samples: [Float], channel: Int, channelCount: Int, frequency: Double, sampleRate: Double,
+        phase: Double, amplitude: Double, frames: Range<Int>
+    ) -> Double {
+        let omega = 2 * Double.pi * frequency / sampleRate
+        var signal = 0.0, noise = 0.0
+        for frame in frames {
+            let reference = amplitude * sin(omega * Double(frame) + phase)
+            let difference = Double(samples[frame * channelCount + channel]) - reference
+            signal += reference * reference
+            noise += difference * difference
+        }
+        guard noise > 0 else { return .infinity }
+        return 10 * log10(signal / noise)
+    }
+
+    /// Frequency in Hz from the first and last rising zero crossings of one channel, each
+    /// placed between its two samples by linear interpolation.
+    static func zeroCrossingFrequency(
+        _ samples: [Float], channel: Int, channelCount: Int, sampleRate: Double, frames: Range<Int>
+    ) -> Double {
+        var first: Double?
+        var last = 0.0
+        var crossings = 0
+        var previous = Double(samples[frames.lowerBound * channelCount + channel])
+        for frame in frames.dropFirst() {
+            let current = Double(samples[frame * channelCount + channel])
+            if previous < 0 && current >= 0 {
+                let time = Double(frame - 1) + previous / (previous - current)
+                if first == nil { first = time }
+                last = time
+                crossings += 1
+            }
+            previous = current
+        }
+        guard let first, crossings > 1, last > first else { return 0 }
+        return Double(crossings - 1) * sampleRate / (last - first)
+    }
+}

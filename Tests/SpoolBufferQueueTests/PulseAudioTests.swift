@@ -1,0 +1,191 @@
+import CAllocationCounter
+import Foundation
+import SpoolCore
+import Synchronization
+import Testing
+@testable import SpoolBufferQueue
+
+/// Silence, then a sine burst of an exact number of frames, then silence again. Publishes the
+/// host times at which the device said the burst would start and end being heard.
+final class ToneRenderer: AudioRenderer {
+    let channelCount: Int
+    let sampleRate: Double
+    let silenceFrames: Int
+    let toneFrames: Int
+    let frequency: Double
+    let amplitude: Double
+    private let renderedFrames = Atomic<Int>(0)
+    private let calls = Atomic<Int>(0)
+    private let toneStart = Atomic<UInt64>(0)
+    private let toneEnd = Atomic<UInt64>(0)
+    private let countingWindow: Range<Int>
+    private let countedAllocations = Atomic<Int>(-1)
+
+    init(channelCount: Int, sampleRate: Double, silenceSeconds: Double, toneFrames: Int, frequency: Double,
+         amplitude: Double = 0.5, countingAllocationsOver window: Range<Int> = 100..<150) {
+        self.channelCount = channelCount
+        self.sampleRate = sampleRate
+        silenceFrames = Int(silenceSeconds * sampleRate)
+        self.toneFrames = toneFrames
+        self.frequency = frequency
+        self.amplitude = amplitude
+        countingWindow = window
+    }
+
+    func render(into buffer: UnsafeMutablePointer<Float>, frames: Int, timestamp: RenderTimestamp) {
+        let call = calls.wrappingAdd(1, ordering: .relaxed).oldValue
+        if call == countingWindow.upperBound { countedAllocations.store(Int(spool_allocation_counting_end()), ordering: .releasing) }
+        if call == countingWindow.lowerBound { spool_allocation_counting_begin() }
+        let first = renderedFrames.load(ordering: .relaxed)
+        let toneRange = silenceFrames..<(silenceFrames + toneFrames)
+        for i in 0..<frames {
+            let frame = first + i
+            var value: Float = 0
+            if toneRange.contains(frame) {
+                value = Float(amplitude * sin(2 * Double.pi * frequency * Double(frame - silenceFrames) / sampleRate))
+            }
+            for channel in 0..<channelCount { buffer[i * channelCount + channel] = value }
+        }
+        func hostTime(ofFrame frame: Int) -> UInt64 {
+            timestamp.hostTime + UInt64(Double(frame - first) * 1e9 / sampleRate)
+        }
+        if (first..<(first + frames)).contains(toneRange.lowerBound) { toneStart.store(hostTime(ofFrame: toneRange.lowerBound), ordering: .releasing) }
+        if (first..<(first + frames)).contains(toneRange.upperBound) { toneEnd.store(hostTime(ofFrame: toneRange.upperBound), ordering: .releasing) }
+        renderedFrames.store(first + frames, ordering: .relaxed)
+    }
+
+    /// When the device expected the last tone frame to be heard; 0 until rendered.
+    var toneEndHostTime: UInt64 { toneEnd.load(ordering: .acquiring) }
+    var toneStartHostTime: UInt64 { toneStart.load(ordering: .acquiring) }
+    var allocations: Int? { let n = countedAllocations.load(ordering: .acquiring); return n < 0 ? nil : n }
+}
+
+@Suite("On a real sound server", .serialized)
+struct PulseAudioTests {
+    // Outside CI a machine without a PulseAudio server skips these (reported as skipped); in CI
+    // they run and fail, because CI must start one (scripts/pulseaudio.sh).
+    static let enabled = PulseAudio.isServerRunning || PulseAudio.isCI
+
+    @Test("A 1 kHz tone through ALSA default reaches the null sink whole",
+          .enabled(if: enabled, "no PulseAudio server answers `pactl info`; start one with scripts/pulseaudio.sh"))
+    func toneReachesTheNullSink() throws {
+        guard PulseAudio.isServerRunning else {
+            Issue.record("CI must run a PulseAudio server (scripts/pulseaudio.sh)")
+            return
+        }
+        // A null sink of the test's own keeps other streams on the server out of the recording.
+        // The recorder starts 2 s ahead: the monitor drops leading silence after idling.
+        let sink = try PrivateNullSink()
+        let recorder = try MonitorRecorder(source: sink.monitor)
+        let recordingFrom = HostTime.now()
+        let streamsBefore = try PulseAudio.sinkInputs(ofProcess: getpid())
+        let device = try ALSADevice(name: "default", configuration: OutputConfiguration(
+            sampleRate: 48_000, channelCount: 2, periodFrames: 1024, periodCount: 3))
+        print("alsa:default for 1024×3 at 48 kHz: \(device.format), \(device.periodFrames)×\(device.periodCount) "
+              + "(buffer \(device.bufferFrames)), \(device.sampleType)")
+        // The pulse plugin makes its stream when the PCM is prepared, corked until the first
+        // write: move it before it plays (a playing stream that moves underruns, and the
+        // plugin's recovery makes a new stream on the default sink).
+        let ours = try PulseAudio.sinkInputs(ofProcess: getpid()).subtracting(streamsBefore)
+        try #require(!ours.isEmpty, "the ALSA device's stream does not show among the server's sink inputs")
+        for input in ours { try sink.move(sinkInput: input) }
+        HostTime.sleep(until: recordingFrom + HostTime.nanoseconds(2))
+
+        // 2 s of silence first: an idle null sink asks a new stream for nothing for about a second.
+        let renderer = ToneRenderer(channelCount: device.format.channelCount, sampleRate: device.format.sampleRate,
+                                    silenceSeconds: 2.0, toneFrames: 48_000, frequency: 1_000)
+        try device.start(renderer: renderer)
+        let startedAt = HostTime.now()
+        let giveUpAt = startedAt + HostTime.nanoseconds(7)
+        var queued = 0
+        while HostTime.now() < giveUpAt {
+            let end = renderer.toneEndHostTime
+            if end != 0, HostTime.now() > end + HostTime.nanoseconds(1.0) { break }  // 1 s of tail after the tone
+            queued = max(queued, device.queuedFrames)
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        #expect(device.isRunning)
+        device.stop()
+        let samples = try recorder.stop()
+        print("played for \(HostTime.seconds(from: startedAt, to: HostTime.now())) s; xruns \(device.xrunCount); "
+              + "largest queuedFrames \(queued); real-time thread \(device.isRealTime); "
+              + "render-loop allocations over 50 periods: \(renderer.allocations.map(String.init) ?? "not measured")")
+        #expect(renderer.toneEndHostTime != 0, "the device never asked for the end of the tone")
+
+        let analysis = try #require(ToneAnalysis(samples: samples, sampleRate: recorder.sampleRate),
+                                    "the recording (\(samples.count) frames) holds no tone")
+        print("recorded \(Double(samples.count) / 48_000) s: tone at \(analysis.onsetSeconds) s for \(analysis.durationSeconds) s, "
+              + "\(analysis.frequency) Hz, \(analysis.dropouts.count) dropouts \(analysis.dropouts.prefix(5))")
+        #expect(abs(analysis.frequency - 1_000) <= 10)
+        #expect(abs(analysis.durationSeconds - 1.0) <= 0.05)
+        #expect(analysis.dropouts.isEmpty, "near-silent 5 ms windows inside the tone at \(analysis.dropouts.prefix(5)) s")
+    }
+
+    @Test("ALSA default negotiates a buffer, pulls periods in order and stops promptly",
+          .enabled(if: enabled, "no PulseAudio server answers `pactl info`; start one with scripts/pulseaudio.sh"),
+          arguments: [(256, 2), (1024, 3)])
+    func negotiatesAndRuns(periodFrames: Int, periodCount: Int) throws {
+        guard PulseAudio.isServerRunning else {
+            Issue.record("CI must run a PulseAudio server (scripts/pulseaudio.sh)")
+            return
+        }
+        let device = try ALSADevice(name: "default", configuration: OutputConfiguration(
+            sampleRate: 48_000, channelCount: 2, periodFrames: periodFrames, periodCount: periodCount))
+        print("alsa:default for \(periodFrames)×\(periodCount) at 48 kHz: \(device.format), "
+              + "\(device.periodFrames)×\(device.periodCount) (buffer \(device.bufferFrames)), \(device.sampleType)")
+        #expect(device.format.sampleRate == 48_000)
+        #expect(device.format.channelCount == 2)
+        #expect(device.periodFrames > 0 && device.periodCount >= 1)
+
+        let renderer = RecordingRenderer(channelCount: 2, countingAllocationsOver: 40..<60)
+        var events: [String] = []
+        let eventLog = Mutex<[String]>([])
+        device.setEventHandler { event in eventLog.withLock { $0.append("\(event)") } }
+        try device.start(renderer: renderer)
+        #expect(throws: AudioError.self) { try device.start(renderer: renderer) }
+        Thread.sleep(forTimeInterval: 1.5)
+        let queued = device.queuedFrames
+        let stopCalledAt = HostTime.now()
+        device.stop()
+        let stopSeconds = HostTime.seconds(from: stopCalledAt, to: HostTime.now())
+        let calls = renderer.recorded
+        Thread.sleep(forTimeInterval: 0.1)
+        events = eventLog.withLock { $0 }
+
+        #expect(renderer.recorded.count == calls.count, "the renderer was called after stop() returned")
+        #expect(!device.isRunning)
+        #expect(stopSeconds < 0.2)
+        #expect(calls.count > 10)
+        #expect(calls.enumerated().allSatisfy { $1.timestamp.sampleTime == Int64($0 * device.periodFrames) })
+        // Every period is due to be heard no earlier than when it was asked for (the first ones,
+        // with nothing queued ahead, are due at once: allow for the time the call took).
+        #expect(calls.allSatisfy { $0.timestamp.hostTime + 1_000_000 >= $0.calledAt })
+        let leads = calls.suffix(20).map { HostTime.seconds(from: $0.calledAt, to: $0.timestamp.hostTime) }
+        print("  \(calls.count) periods in 1.5 s; stop took \(stopSeconds * 1000) ms; queuedFrames \(queued); "
+              + "render-to-heard lead (last 20) \(leads.min() ?? 0)…\(leads.max() ?? 0) s; xruns \(device.xrunCount); "
+              + "events \(events); render-loop allocations over 20 periods: \(renderer.allocations.map(String.init) ?? "not measured")")
+    }
+
+    @Test("An underrun on ALSA default is recovered and reported off the render thread",
+          .enabled(if: enabled, "no PulseAudio server answers `pactl info`; start one with scripts/pulseaudio.sh"))
+    func underrunIsRecovered() throws {
+        guard PulseAudio.isServerRunning else {
+            Issue.record("CI must run a PulseAudio server (scripts/pulseaudio.sh)")
+            return
+        }
+        let device = try ALSADevice(name: "default", configuration: OutputConfiguration(
+            sampleRate: 48_000, channelCount: 2, periodFrames: 256, periodCount: 3))
+        let log = EventLog()
+        device.setEventHandler { log.record($0) }
+        // The device holds 16 ms; a 200 ms stall runs it dry.
+        let renderer = StallingRenderer(stallAtCall: 30, stallSeconds: 0.2)
+        try device.start(renderer: renderer)
+        defer { device.stop() }
+        let xrun = log.wait(seconds: 2) { if case .xrun = $0 { true } else { false } }
+        print("underrun: xruns \(device.xrunCount), events \(log.events.map { "\($0.event)" }), still running \(device.isRunning)")
+        let event = try #require(xrun, "no xrun was reported after a 200 ms stall")
+        #expect(event.thread != renderer.renderThreadID)
+        #expect(device.xrunCount >= 1)
+        #expect(device.isRunning)
+    }
+}
