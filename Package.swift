@@ -23,6 +23,9 @@ let package = Package(
             name: "CALSA", path: "Sources/CALSA", pkgConfig: "alsa",
             providers: [.apt(["libasound2-dev"])]),
         .systemLibrary(
+            name: "COpenAL", path: "Sources/COpenAL", pkgConfig: "openal",
+            providers: [.apt(["libopenal-dev"])]),
+        .systemLibrary(
             name: "CSoxr", path: "Sources/CSoxr", pkgConfig: "soxr",
             providers: [.apt(["libsoxr-dev"])]),
         .systemLibrary(
@@ -34,7 +37,8 @@ let package = Package(
         .target(name: "SpoolCore"),
         .target(name: "SpoolDecoding", dependencies: ["SpoolCore", "CMPG123", "CVorbisFile", "CSndFile"]),
         .target(name: "SpoolBufferQueue", dependencies: ["SpoolCore", "CALSA", "CSoxr", "CSampleRate"]),
-        .target(name: "Spool", dependencies: ["SpoolCore", "SpoolDecoding", "SpoolBufferQueue"]),
+        .target(name: "SpoolOpenAL", dependencies: ["SpoolCore", "COpenAL"]),
+        .target(name: "Spool", dependencies: ["SpoolCore", "SpoolDecoding", "SpoolBufferQueue", "SpoolOpenAL"]),
         .executableTarget(name: "spool", dependencies: ["Spool"]),
 
         // MARK: - Tests
@@ -42,6 +46,7 @@ let package = Package(
         .testTarget(name: "SpoolCoreTests", dependencies: ["SpoolCore"]),
         .testTarget(name: "SpoolDecodingTests", dependencies: ["SpoolDecoding"]),
         .testTarget(name: "SpoolBufferQueueTests", dependencies: ["SpoolBufferQueue", "SpoolDecoding", "CAllocationCounter"]),
+        .testTarget(name: "SpoolOpenALTests", dependencies: ["SpoolOpenAL", "SpoolBufferQueue", "SpoolDecoding", "CAllocationCounter"]),
         .testTarget(name: "SpoolToolTests", dependencies: ["spool", "Spool"]),
 
         // MARK: - Test support

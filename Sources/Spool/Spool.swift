@@ -2,3 +2,5 @@
 // so `import Spool` is all a program needs.
 @_exported import SpoolCore
 @_exported import SpoolDecoding
+@_exported import SpoolBufferQueue
+@_exported import SpoolOpenAL

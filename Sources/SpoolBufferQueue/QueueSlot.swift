@@ -430,7 +430,8 @@ final class QueueSlot: @unchecked Sendable {
     }
 
     private func panGains(_ pan: Float) -> (left: Float, right: Float) {
-        switch format.channelCount {
+        guard deviceFormat.channelCount == 2 else { return (1, 1) }
+        return switch format.channelCount {
         case 1: PanLaw.mono(pan)
         case 2: PanLaw.stereo(pan)
         default: (1, 1)

@@ -9,7 +9,9 @@ let usage = """
       info [--json] FILE...                 container, codec, format, exact length, tags
       decode FILE --output PATH|- [--start SECONDS] [--duration SECONDS]
                                             PCM out: .wav → WAV float32, else raw float32 LE
-      bench decode FILE...                  decode throughput against the reference tools
+      play FILE [--backend queue|openal] [--output default|null|wav:PATH] ...
+                                            play a file, or render it offline to WAV
+      bench decode|cache|mix ...            the benchmarks
 
     'spool <command> --help' tells more.
     """
@@ -29,6 +31,7 @@ do {
     switch command {
     case "info": try InfoCommand.run(words)
     case "decode": try DecodeCommand.run(words)
+    case "play": try PlayCommand.run(words)
     case "bench": try BenchCommand.run(words)
     case "--help", "-h", "help": print(usage)
     default: throw UsageError("unknown command '\(command)'")

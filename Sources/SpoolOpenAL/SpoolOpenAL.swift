@@ -1,0 +1,1 @@
+// The OpenAL back-end.

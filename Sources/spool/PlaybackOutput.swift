@@ -1,0 +1,45 @@
+import Foundation
+import Spool
+
+/// A back-end opened on the output the command line names, with what an offline render needs.
+struct PlaybackOutput {
+    let backend: any PlaybackBackend
+    let description: String
+    let notice: String?
+    /// Renders the given number of frames offline; nil for a real-time output.
+    let renderOffline: ((Int) throws -> Void)?
+    /// Completes an offline render (the WAV header).
+    let finish: (() throws -> Void)?
+
+    static func open(backend name: String, output: String, configuration: OutputConfiguration) throws -> PlaybackOutput {
+        let configuration = try configuration.validated()
+        let wavPath: String? = output.hasPrefix("wav:") ? String(output.dropFirst(4)) : nil
+        if let wavPath, wavPath.isEmpty { throw UsageError("--output wav:PATH needs a path") }
+        switch name {
+        case "queue":
+            if let wavPath {
+                var offlineConfiguration = configuration
+                offlineConfiguration.sampleRate = configuration.sampleRate ?? 48_000
+                let device = try OfflineDevice(configuration: offlineConfiguration)
+                let backend = try BufferQueueBackend(device: device)
+                let writer = try WAVFileWriter(path: wavPath, format: device.format)
+                return PlaybackOutput(
+                    backend: backend, description: "wav:\(wavPath) via queue (offline, \(device.format))", notice: nil,
+                    renderOffline: { frames in try device.render(frames: frames, to: writer) },
+                    finish: { try writer.finish() })
+            }
+            let target: OutputTarget
+            do { target = try OutputTarget(parsing: output) } catch let error as AudioError {
+                throw UsageError(error.message)
+            }
+            let (device, notice) = try OutputDeviceFactory.open(target, configuration: configuration)
+            let backend = try BufferQueueBackend(device: device)
+            return PlaybackOutput(
+                backend: backend,
+                description: "\(device.name) via queue (\(device.format), \(device.periodFrames) × \(device.periodCount) frames)",
+                notice: notice, renderOffline: nil, finish: nil)
+        default:
+            return try OpenALPlaybackOutput.open(output: output, wavPath: wavPath, configuration: configuration)
+        }
+    }
+}
