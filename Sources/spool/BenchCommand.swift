@@ -14,6 +14,11 @@ enum BenchCommand {
           cache [DIR] [--budget-mb N] [--repeat N] [--hits N] [--json PATH]
                 buffer cache on a folder (default Fixtures): cold load serial vs parallel,
                 hit latency p50/p99, bytes held against the budget (N MiB, default 64)
+          mix [--voices N] [--seconds S] [--period FRAMES] [--json PATH]
+                the buffer-queue engine mixing N voices offline (half rate-converted),
+                against OpenAL Soft's mixer on its loopback device in the same run
+          resample [--seconds S] [--json PATH]
+                each candidate resampler's quality (SNR, frequency error) and speed
         """
 
     static func run(_ words: [String]) throws {
@@ -22,6 +27,8 @@ enum BenchCommand {
         switch name {
         case "decode": try DecodeBench.run(rest)
         case "cache": try CacheBench.run(rest)
+        case "mix": try MixBench.run(rest)
+        case "resample": try ResampleBench.run(rest)
         case "--help", "-h": print(help)
         default: throw UsageError("unknown benchmark '\(name)'")
         }
