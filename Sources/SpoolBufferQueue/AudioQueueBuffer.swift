@@ -17,6 +17,10 @@ public final class AudioQueueBuffer: @unchecked Sendable {
     public let format: AudioFormat
     /// Frames of valid audio, set by the program before `enqueue` (`mAudioDataByteSize`).
     public var frameCount: Int
+    /// `HostTime` at which the render thread finished reading the buffer, as its callback
+    /// runs (0 for a buffer handed back unplayed by a stop or reset).
+    public internal(set) var consumedHostTime: UInt64 = 0
+
     /// A value of the program's own, carried with the buffer.
     public nonisolated(unsafe) var userData: (any Sendable)?
 

@@ -224,6 +224,9 @@ public final class BufferQueue: Sendable {
             guard !s.draining else { throw AudioError(.invalidState, "the queue is stopping") }
         }
         try engine.start()
+        // A start from stopped measures its first frame afresh (the render thread also clears
+        // it, but a reader must not see the previous start's value in between).
+        if slot.state == .stopped { slot.firstFrameHostTime.store(0, ordering: .releasing) }
         slot.startHostTime.store(hostTime ?? 0, ordering: .releasing)
         send(.start)
         reportRunning()
@@ -353,6 +356,14 @@ public final class BufferQueue: Sendable {
     /// Sample time rendered so far (ahead of what is heard by the device's buffer).
     var renderedSampleTime: Double { Double(bitPattern: slot.renderedTimeline.load(ordering: .acquiring)) }
 
+    /// The `HostTime` at which the first frame after the latest start from stopped is heard,
+    /// once the render thread has rendered it; `nil` before. `start` time subtracted from it
+    /// is the queue's start latency.
+    public var firstFrameHostTime: UInt64? {
+        let t = slot.firstFrameHostTime.load(ordering: .acquiring)
+        return t == 0 ? nil : t
+    }
+
     /// Frames of enqueued audio played so far since `start` (silence excluded).
     public var framesPlayed: Int { slot.framesPlayed.load(ordering: .acquiring) }
 
@@ -432,8 +443,11 @@ public final class BufferQueue: Sendable {
     func deliverCompletions() {
         var finished: [AudioQueueBuffer] = []
         while let identifier = slot.completed.pop() {
+            let consumedAt = slot.completedAt[Int(identifier)]
+            slot.completedAt[Int(identifier)] = 0
             let buffer: AudioQueueBuffer? = state.withLock { s in
                 guard let buffer = s.inFlight.removeValue(forKey: identifier) else { return nil }
+                buffer.consumedHostTime = consumedAt
                 if buffer.pcmBuffer != nil { s.freeIdentifiers.append(identifier) }
                 return buffer
             }

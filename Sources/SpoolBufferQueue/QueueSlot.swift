@@ -67,6 +67,11 @@ final class QueueSlot: @unchecked Sendable {
     let queuedFrames = Atomic<Int>(0)
     /// The timeline at the end of the last rendered period (Double bits).
     let renderedTimeline = Atomic<UInt64>(0)
+    /// `HostTime` at which the first frame of audio after the latest fresh start is heard; 0
+    /// until it has been rendered. What a start-latency measurement reads.
+    let firstFrameHostTime = Atomic<UInt64>(0)
+    /// `HostTime` at which the render thread finished reading each buffer, by identity.
+    let completedAt: UnsafeMutablePointer<UInt64>
     let peakBits: [AtomicCell]
     let averageBits: [AtomicCell]
 
@@ -98,6 +103,7 @@ final class QueueSlot: @unchecked Sendable {
     private var converterInputOffset = 0
     private var converterEnded = false
     private var requestedRatio: Double = 0
+    private var periodHostTime: UInt64 = 0
     private let converterChunk = 256
     private let scratch: UnsafeMutablePointer<Float>
     private let matrix: UnsafeMutablePointer<Float>
@@ -109,6 +115,8 @@ final class QueueSlot: @unchecked Sendable {
         self.maximumFrames = maximumFrames
         descriptors = .allocate(capacity: Self.maximumBuffers)
         descriptors.initialize(repeating: BufferDescriptor(), count: Self.maximumBuffers)
+        completedAt = .allocate(capacity: Self.maximumBuffers)
+        completedAt.initialize(repeating: 0, count: Self.maximumBuffers)
         let q = format.channelCount, c = deviceFormat.channelCount
         scratch = .allocate(capacity: maximumFrames * q)
         converterInput = .allocate(capacity: converterChunk * q)
@@ -125,6 +133,7 @@ final class QueueSlot: @unchecked Sendable {
 
     deinit {
         descriptors.deallocate()
+        completedAt.deallocate()
         scratch.deallocate()
         converterInput.deallocate()
         matrix.deallocate()
@@ -144,6 +153,7 @@ final class QueueSlot: @unchecked Sendable {
             case .start:
                 let wasPaused = state == .paused || state == .pausing
                 if state == .stopped {
+                    firstFrameHostTime.store(0, ordering: .relaxed)
                     timeline = 0
                     renderedTimeline.store(0, ordering: .releasing)
                     playedSinceStart = false
@@ -237,6 +247,7 @@ final class QueueSlot: @unchecked Sendable {
             count = fadeDirection < 0 ? min(count, fadeFramesLeft) : 0
         }
         let hostAtFirst = timestamp.hostTime &+ UInt64(Double(offset) / rate * 1e9)
+        periodHostTime = hostAtFirst
         published.publish(sampleTime: timeline, hostTime: hostAtFirst)
 
         let playbackRate = Float(bitPattern: rateBits.load(ordering: .relaxed))
@@ -307,6 +318,11 @@ final class QueueSlot: @unchecked Sendable {
             let n = min(d.frames - positionInBuffer, frames - done)
             if n > 0, let address = d.address {
                 (destination + done * q).update(from: address + (d.firstFrame + positionInBuffer) * q, count: n * q)
+                if !playedSinceStart {
+                    // Source frames to device time: exact without conversion, to the frame with it.
+                    let seconds = Double(done) / format.sampleRate
+                    firstFrameHostTime.store(periodHostTime &+ UInt64(seconds * 1e9), ordering: .releasing)
+                }
             }
             positionInBuffer += n
             done += n
@@ -315,6 +331,7 @@ final class QueueSlot: @unchecked Sendable {
             framesPlayed.add(n, ordering: .relaxed)
             queuedFrames.subtract(n, ordering: .relaxed)
             if positionInBuffer >= d.frames {
+                completedAt[Int(current)] = HostTime.now()
                 completed.push(current)
                 current = -1
                 due = true

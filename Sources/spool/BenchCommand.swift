@@ -14,6 +14,11 @@ enum BenchCommand {
           cache [DIR] [--budget-mb N] [--repeat N] [--hits N] [--json PATH]
                 buffer cache on a folder (default Fixtures): cold load serial vs parallel,
                 hit latency p50/p99, bytes held against the budget (N MiB, default 64)
+          latency [--backends queue,openal] [--output null|default|alsa:NAME] [--buffer-frames LIST]
+                  [--buffers LIST] [--starts N] [--seconds S] [--load] [--json PATH] [--chart PATH.svg]
+                  [--acoustic]
+                start and output latency, refill turnaround and underruns of each back-end
+                ('spool bench latency --help' tells more)
           mix [--voices N] [--seconds S] [--period FRAMES] [--json PATH]
                 the buffer-queue engine mixing N voices offline (half rate-converted),
                 against OpenAL Soft's mixer on its loopback device in the same run
@@ -28,6 +33,8 @@ enum BenchCommand {
         case "decode": try DecodeBench.run(rest)
         case "cache": try CacheBench.run(rest)
         case "mix": try MixBench.run(rest)
+        case "latency": try LatencyBench.run(rest)
+        case "latency-worker": try LatencyWorker.run(rest)
         case "resample": try ResampleBench.run(rest)
         case "--help", "-h": print(help)
         default: throw UsageError("unknown benchmark '\(name)'")

@@ -79,14 +79,19 @@ enum MixBench {
     }
 
     static func toneBuffer(format: AudioFormat, frequency: Double) throws -> PCMBuffer {
-        let frames = Int(format.sampleRate)
+        try PCMBuffer(format: format, samples: toneSamples(frames: Int(format.sampleRate), rate: format.sampleRate,
+                                                           frequency: frequency))
+    }
+
+    /// Interleaved stereo sine at half scale.
+    static func toneSamples(frames: Int, rate: Double, frequency: Double) -> [Float] {
         var samples = [Float](repeating: 0, count: frames * 2)
         for i in 0..<frames {
-            let v = Float(sin(2 * .pi * frequency * Double(i) / format.sampleRate)) * 0.5
+            let v = Float(sin(2 * .pi * frequency * Double(i) / rate)) * 0.5
             samples[2 * i] = v
             samples[2 * i + 1] = v
         }
-        return try PCMBuffer(format: format, samples: samples)
+        return samples
     }
 
     /// Wall-clock and this thread's CPU seconds for `body`.

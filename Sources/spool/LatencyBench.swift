@@ -1,0 +1,175 @@
+import Foundation
+import Spool
+
+/// `spool bench latency`: start latency, output latency, refill turnaround and underruns of
+/// each back-end at each device configuration, on the same output. Every configuration runs
+/// in a process of its own (`spool bench latency-worker`), because OpenAL Soft reads its
+/// period settings once per process.
+enum LatencyBench {
+    static let help = """
+        usage: spool bench latency [--backends queue,openal] [--output null|default|alsa:NAME]
+                                   [--buffer-frames 128,256,512,1024] [--buffers 2,3,4] [--rate HZ]
+                                   [--starts N] [--seconds S] [--load] [--no-reference]
+                                   [--json PATH] [--chart PATH.svg] [--acoustic]
+
+        For each back-end and device configuration (F frames × P periods):
+          start latency    start call → first frame leaving the device, over N starts: p50, p99, max
+          output latency   audio held ahead of the speaker in steady playback (median)
+          refill           buffer consumed → refill callback (queue) or unqueue (OpenAL): p50, p99
+          underruns        during S seconds of steady playback (--load keeps the other cores busy)
+        and the floor: new audio starts between (P−1)·F and P·F frames later.
+        Reference rows show each back-end at its usual defaults. --acoustic starts a click on both
+        back-ends at one host time, records the sound server's monitor, and checks the measured
+        offset against what the back-ends report (exit 1 when they disagree).
+        """
+
+    static func run(_ words: [String]) throws {
+        let args = try Arguments(words, valued: ["backends", "output", "buffer-frames", "buffers", "rate", "starts",
+                                                 "seconds", "json", "chart"],
+                                 switches: ["help", "load", "acoustic", "no-reference"])
+        if args.has("help") { print(help); return }
+        let backends = (args.string("backends") ?? "queue,openal").split(separator: ",").map(String.init)
+        guard !backends.isEmpty, backends.allSatisfy({ ["queue", "openal"].contains($0) }) else {
+            throw UsageError("--backends takes queue, openal or both, comma-separated")
+        }
+        let output = args.string("output") ?? "null"
+        _ = try parseOutput(output)
+        let frames = try list(args.string("buffer-frames") ?? "128,256,512,1024", name: "buffer-frames", range: 16...16_384)
+        let periods = try list(args.string("buffers") ?? "2,3,4", name: "buffers", range: 2...16)
+        let rate = try args.double("rate", in: 8_000...192_000) ?? 48_000
+        let starts = try args.int("starts", in: 1...10_000) ?? 50
+        let seconds = try args.double("seconds", in: 0.1...3_600) ?? 5
+        let load = args.has("load")
+
+        var jobs: [[String]] = []
+        for backend in backends {
+            for f in frames {
+                for p in periods {
+                    jobs.append(["--backend", backend, "--output", output, "--buffer-frames", "\(f)", "--buffers", "\(p)",
+                                 "--rate", "\(rate)", "--starts", "\(starts)", "--seconds", "\(seconds)", "--kind", "measured"]
+                                + (load ? ["--load"] : []))
+                }
+            }
+            if !args.has("no-reference") {
+                // Each back-end's usual defaults: 1024 × 3 at 44.1 kHz (OpenAL Soft's own
+                // settings; an Audio Queue program's 3 buffers of 0.5 s on the queue).
+                jobs.append(["--backend", backend, "--output", output, "--buffer-frames", "1024", "--buffers", "3",
+                             "--rate", "44100", "--starts", "\(starts)", "--seconds", "\(seconds)", "--kind", "reference"]
+                            + (load ? ["--load"] : []))
+            }
+        }
+        var rows: [LatencyRow] = []
+        for job in jobs {
+            let label = job.contains("reference") ? " (reference)" : ""
+            printError("spool: measuring \(job[1]) \(job[5])×\(job[7])\(label)")
+            rows.append(try runWorker(job))
+        }
+        print(table(rows))
+        if let json = args.string("json") { try BenchCommand.writeJSON(rows, to: json) }
+        if let chart = args.string("chart") { try LatencyChart.write(rows, to: chart) }
+        if args.has("acoustic") { try AcousticCheck.run(rate: rate) }
+    }
+
+    static func list(_ text: String, name: String, range: ClosedRange<Int>) throws -> [Int] {
+        let values = text.split(separator: ",").map { Int($0.trimmingCharacters(in: .whitespaces)) }
+        guard !values.isEmpty, values.allSatisfy({ $0.map(range.contains) ?? false }) else {
+            throw UsageError("--\(name) takes comma-separated whole numbers within \(range.lowerBound)...\(range.upperBound)")
+        }
+        return values.compactMap { $0 }
+    }
+
+    static func parseOutput(_ text: String) throws -> OutputTarget {
+        do { return try OutputTarget(parsing: text) } catch let error as AudioError { throw UsageError(error.message) }
+    }
+
+    /// Runs one configuration in a child process and reads its row.
+    static func runWorker(_ arguments: [String]) throws -> LatencyRow {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).standardizedFileURL
+        if !FileManager.default.isExecutableFile(atPath: process.executableURL!.path) {
+            process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        }
+        process.arguments = ["bench", "latency-worker"] + arguments
+        let out = Pipe()
+        process.standardOutput = out
+        try process.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw AudioError(.deviceUnavailable, "latency worker for \(arguments.joined(separator: " ")) failed (exit \(process.terminationStatus))")
+        }
+        do { return try JSONDecoder().decode(LatencyRow.self, from: data) } catch {
+            throw AudioError(.libraryFailure, "latency worker printed no result", underlying: error)
+        }
+    }
+
+    static func table(_ rows: [LatencyRow]) -> String {
+        func ms(_ v: Double) -> String { v.isNaN ? "-" : String(format: "%.2f", v) }
+        return BenchCommand.table(
+            ["backend", "output", "F×P asked", "F×P got", "rate", "floor min/med/max ms", "start p50", "p99", "max",
+             "output ms", "refill p50", "p99", "underruns", "xruns"],
+            rows.map { r in
+                [r.kind == "reference" ? "\(r.backend) (ref)" : r.backend, r.output,
+                 "\(r.requestedPeriodFrames)×\(r.requestedPeriods)", "\(r.periodFrames)×\(r.periods)",
+                 "\(Int(r.sampleRate))",
+                 "\(ms(r.floorMinMs))/\(ms(r.floorMedianMs))/\(ms(r.floorMaxMs))",
+                 ms(r.startP50Ms), ms(r.startP99Ms), ms(r.startMaxMs), ms(r.outputLatencyMs),
+                 ms(r.refillP50Ms), ms(r.refillP99Ms), "\(r.underruns)\(r.load ? " (load)" : "")", "\(r.xruns)"]
+            })
+    }
+}
+
+/// `spool bench latency-worker …`: one back-end at one configuration; prints a `LatencyRow` as JSON.
+enum LatencyWorker {
+    static func run(_ words: [String]) throws {
+        let args = try Arguments(words, valued: ["backend", "output", "buffer-frames", "buffers", "rate", "starts",
+                                                 "seconds", "kind"], switches: ["load"])
+        let backend = args.string("backend") ?? "queue"
+        let outputText = args.string("output") ?? "null"
+        let output = try LatencyBench.parseOutput(outputText)
+        let f = try args.int("buffer-frames", in: 16...16_384) ?? 256
+        let p = try args.int("buffers", in: 2...16) ?? 2
+        let rate = try args.double("rate", in: 8_000...192_000) ?? 48_000
+        let starts = try args.int("starts", in: 1...10_000) ?? 50
+        let seconds = try args.double("seconds", in: 0.1...3_600) ?? 5
+        let kind = args.string("kind") ?? "measured"
+        let load = args.has("load")
+
+        let probe: any LatencyProbe
+        let note: String
+        switch (backend, kind) {
+        case ("queue", "reference"):
+            probe = try QueueLatencyProbe(output: output, rate: rate, periodFrames: f, periods: p,
+                                          bufferFrames: Int(rate / 2), bufferCount: 3)
+            note = "3 queue buffers of 0.5 s, as Audio Queue programs use"
+        case ("queue", _):
+            probe = try QueueLatencyProbe(output: output, rate: rate, periodFrames: f, periods: p,
+                                          bufferFrames: f, bufferCount: 2)
+            note = "2 queue buffers of one period"
+        default:
+            (probe, note) = try OpenALLatency.makeProbe(output: output, rate: rate, periodFrames: f, periods: p,
+                                                        reference: kind == "reference")
+        }
+        let negotiated = probe.negotiated
+        let startLatencies = try probe.measureStarts(count: starts)
+        let cpuLoad = load ? CPULoad(threads: max(1, ProcessInfo.processInfo.activeProcessorCount - 1)) : nil
+        let steady = try probe.measureSteady(seconds: seconds)
+        cpuLoad?.stop()
+        probe.close()
+        let frameMs = 1000 / negotiated.rate
+        let row = LatencyRow(
+            backend: backend, output: outputText, kind: kind, note: note, sampleRate: negotiated.rate,
+            requestedPeriodFrames: f, requestedPeriods: p, periodFrames: negotiated.periodFrames, periods: negotiated.periods,
+            floorMinMs: Double((negotiated.periods - 1) * negotiated.periodFrames) * frameMs,
+            floorMedianMs: (Double(negotiated.periods) - 0.5) * Double(negotiated.periodFrames) * frameMs,
+            floorMaxMs: Double(negotiated.periods * negotiated.periodFrames) * frameMs,
+            starts: startLatencies.count,
+            startP50Ms: percentile(startLatencies, 50) * 1000, startP99Ms: percentile(startLatencies, 99) * 1000,
+            startMaxMs: (startLatencies.max() ?? .nan) * 1000,
+            outputLatencyMs: percentile(steady.latencies, 50) * 1000,
+            refillP50Ms: percentile(steady.turnarounds, 50) * 1000, refillP99Ms: percentile(steady.turnarounds, 99) * 1000,
+            steadySeconds: seconds, load: load, underruns: steady.underruns, xruns: steady.xruns)
+        let encoder = JSONEncoder()
+        print(String(decoding: try encoder.encode(row), as: UTF8.self))
+    }
+}

@@ -1,0 +1,174 @@
+import Foundation
+import Spool
+
+/// What `spool bench latency` measures for one back-end at one device configuration.
+struct LatencyRow: Codable {
+    var backend: String
+    var output: String
+    /// `measured` rows, or `reference` rows at a back-end's usual defaults.
+    var kind: String
+    var note: String
+    var sampleRate: Double
+    var requestedPeriodFrames: Int
+    var requestedPeriods: Int
+    var periodFrames: Int
+    var periods: Int
+    /// Milliseconds: new audio starts between (P−1)·F and P·F frames after the call.
+    var floorMinMs: Double
+    var floorMedianMs: Double
+    var floorMaxMs: Double
+    var starts: Int
+    var startP50Ms: Double
+    var startP99Ms: Double
+    var startMaxMs: Double
+    /// Audio the back-end and device hold ahead of the speaker in steady playback (median).
+    var outputLatencyMs: Double
+    var refillP50Ms: Double
+    var refillP99Ms: Double
+    var steadySeconds: Double
+    var load: Bool
+    var underruns: Int
+    var xruns: Int
+}
+
+/// A back-end as the latency bench drives it: open at a configuration, start a sound many
+/// times, then play steadily.
+protocol LatencyProbe: AnyObject {
+    var negotiated: (periodFrames: Int, periods: Int, rate: Double) { get }
+    /// Start latencies in seconds, from the start call to the first frame leaving the device.
+    func measureStarts(count: Int) throws -> [Double]
+    /// Steady playback for `seconds`: output latency samples (s), refill turnarounds (s), underruns, xruns.
+    func measureSteady(seconds: Double) throws -> (latencies: [Double], turnarounds: [Double], underruns: Int, xruns: Int)
+    func close()
+}
+
+/// The buffer-queue back-end: a `BufferQueue` with `bufferCount` buffers of `bufferFrames`
+/// refilled from its callback, on an ALSA or null device of F × P frames.
+final class QueueLatencyProbe: LatencyProbe {
+    let device: any OutputDevice
+    let engine: QueueEngine
+    let queue: BufferQueue
+    let buffers: [AudioQueueBuffer]
+    private let refill: LockedBox<Bool>
+    private let turnarounds: LockedBox<[Double]>
+
+    init(output: OutputTarget, rate: Double, periodFrames: Int, periods: Int, bufferFrames: Int, bufferCount: Int) throws {
+        let refill = LockedBox(false), turnarounds = LockedBox<[Double]>([])
+        self.refill = refill
+        self.turnarounds = turnarounds
+        let configuration = OutputConfiguration(sampleRate: rate, channelCount: 2, periodFrames: periodFrames, periodCount: periods)
+        let (device, notice) = try OutputDeviceFactory.open(output, configuration: configuration)
+        if let notice { printError("spool: \(notice)") }
+        self.device = device
+        engine = QueueEngine(device: device)
+        try engine.start()
+        let format = try AudioFormat(sampleRate: rate, channelCount: 2)
+        queue = try BufferQueue(format: format, engine: engine) { queue, buffer in
+            guard refill.value else { return }
+            if buffer.consumedHostTime > 0 {
+                let now = HostTime.now()
+                turnarounds.value.append(HostTime.seconds(from: buffer.consumedHostTime, to: now))
+            }
+            try? queue.enqueue(buffer)
+        }
+        let tone = MixBench.toneSamples(frames: bufferFrames, rate: rate, frequency: 440)
+        let queue = self.queue
+        buffers = try (0..<bufferCount).map { _ in
+            let buffer = try queue.allocateBuffer(frameCapacity: bufferFrames)
+            _ = buffer.data.update(from: tone)
+            buffer.frameCount = bufferFrames
+            return buffer
+        }
+    }
+
+    var negotiated: (periodFrames: Int, periods: Int, rate: Double) {
+        (device.periodFrames, device.periodCount, device.format.sampleRate)
+    }
+
+    func measureStarts(count: Int) throws -> [Double] {
+        refill.value = false
+        var random = SplitMix(seed: 7)
+        var latencies: [Double] = []
+        let period = Double(device.periodFrames) / device.format.sampleRate
+        // Let the device settle (a sound server may not pull from a new stream at once).
+        Thread.sleep(forTimeInterval: 0.2)
+        for _ in 0..<count {
+            for buffer in buffers { try queue.enqueue(buffer) }
+            // A random phase against the device's period, as a program's start call would land.
+            Thread.sleep(forTimeInterval: period * random.nextUnit())
+            let t0 = HostTime.now()
+            try queue.start()
+            let deadline = t0 + HostTime.nanoseconds(2)
+            while queue.firstFrameHostTime == nil && HostTime.now() < deadline { usleep(100) }
+            if let first = queue.firstFrameHostTime { latencies.append(HostTime.seconds(from: t0, to: first)) }
+            try queue.stop(immediately: true)
+        }
+        return latencies
+    }
+
+    func measureSteady(seconds: Double) throws -> (latencies: [Double], turnarounds: [Double], underruns: Int, xruns: Int) {
+        turnarounds.value = []
+        refill.value = true
+        for buffer in buffers { try queue.enqueue(buffer) }
+        try queue.start()
+        Thread.sleep(forTimeInterval: 0.3)
+        let underruns0 = queue.underrunCount, xruns0 = device.xrunCount
+        turnarounds.value = []
+        var latencies: [Double] = []
+        let end = HostTime.now() + HostTime.nanoseconds(seconds)
+        while HostTime.now() < end {
+            Thread.sleep(forTimeInterval: 0.01)
+            let frames = device.queuedFrames + queue.queuedFrames
+            latencies.append(Double(frames) / device.format.sampleRate)
+        }
+        let result = (latencies, turnarounds.value, queue.underrunCount - underruns0, device.xrunCount - xruns0)
+        refill.value = false
+        try queue.stop(immediately: true)
+        return result
+    }
+
+    func close() {
+        queue.dispose()
+        engine.stop()
+    }
+}
+
+/// A small deterministic random source (SplitMix64).
+struct SplitMix {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+    /// Uniform in 0..<1.
+    mutating func nextUnit() -> Double { Double(next() >> 11) / Double(1 << 53) }
+}
+
+/// Keeps every other core busy while alive (`--load`).
+final class CPULoad {
+    private let running = LockedBox(true)
+    init(threads: Int) {
+        for _ in 0..<threads {
+            let running = self.running
+            let thread = Thread {
+                var x = 1.0
+                while running.value { for _ in 0..<100_000 { x = x * 1.000001 + 1e-9 } }
+                if x == 0 { print(x) }
+            }
+            thread.start()
+        }
+    }
+    func stop() { running.value = false }
+}
+
+/// Percentile of `values` (nearest rank), in the same unit.
+func percentile(_ values: [Double], _ p: Double) -> Double {
+    guard !values.isEmpty else { return .nan }
+    let sorted = values.sorted()
+    let rank = min(sorted.count - 1, max(0, Int((p / 100 * Double(sorted.count)).rounded(.up)) - 1))
+    return sorted[rank]
+}
