@@ -5,6 +5,9 @@ import Spool
 /// offline, half of them needing rate conversion (44.1 → 48 kHz), and OpenAL Soft mixing the
 /// same voices on its loopback device in the same run.
 enum MixBench {
+    /// Share of the voices at 44.1 kHz (rate-converted); `--converted`.
+    nonisolated(unsafe) static var convertedShare = 0.5
+
     struct Row: Encodable {
         let backend: String
         let voices: Int
@@ -18,11 +21,12 @@ enum MixBench {
     }
 
     static func run(_ words: [String]) throws {
-        let args = try Arguments(words, valued: ["voices", "seconds", "period", "json"], switches: ["help"])
+        let args = try Arguments(words, valued: ["voices", "seconds", "period", "json", "converted"], switches: ["help"])
         if args.has("help") { print(BenchCommand.help); return }
         let voices = try args.int("voices", in: 1...64) ?? 16
         let seconds = try args.double("seconds", in: 0.1...600) ?? 10
         let period = try args.int("period", in: 64...8192) ?? 512
+        convertedShare = try args.double("converted", in: 0...1) ?? 0.5
         var rows = [try queueEngine(voices: voices, seconds: seconds, periodFrames: period)]
         if let openAL = try openALRow(voices: voices, seconds: seconds, periodFrames: period) { rows.append(openAL) }
         print("\(voices) voices (half at 44.1 kHz, converted), \(String(format: "%g", seconds)) s at 48 kHz stereo, \(period)-frame periods")
@@ -47,7 +51,7 @@ enum MixBench {
         try engine.start()
         var queues: [BufferQueue] = []
         for v in 0..<voices {
-            let rate: Double = v % 2 == 0 ? 48_000 : 44_100
+            let rate: Double = Double(v) < Double(voices) * convertedShare ? 44_100 : 48_000
             let format = try AudioFormat(sampleRate: rate, channelCount: 2)
             let tone = try toneBuffer(format: format, frequency: 220 + 55 * Double(v))
             // The same decoded second goes round and round, in place, as a cached sound would.

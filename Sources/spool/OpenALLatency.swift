@@ -17,7 +17,3 @@ enum AcousticCheck {
     }
 }
 
-/// The SVG chart of start latency per configuration.
-enum LatencyChart {
-    static func write(_ rows: [LatencyRow], to path: String) throws {}
-}

@@ -135,3 +135,68 @@ struct ToolTests {
         #expect(result.stdout.count > 0)
     }
 }
+
+@Suite("spool play and spool bench")
+struct PlayAndBenchToolTests {
+    @Test func playRendersOfflineToWAVSampleForSample() throws {
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("spool-play-\(UUID()).wav").path
+        defer { try? FileManager.default.removeItem(atPath: output) }
+        let source = Tool.fixture("vorbis-44100-stereo.ogg")
+        let result = try Tool.run(["play", source, "--output", "wav:\(output)"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let expected = try DecoderRegistry.shared.open(path: source).decodeAll()
+        let written = try DecoderRegistry.shared.open(path: output).decodeAll()
+        #expect(written.format == expected.format)
+        #expect(written.samples == expected.samples)
+        #expect(result.stderr.contains("played 22050 frames"))
+    }
+
+    @Test func playConvertsToTheDeviceRateAndLoops() throws {
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("spool-play-\(UUID()).wav").path
+        defer { try? FileManager.default.removeItem(atPath: output) }
+        let result = try Tool.run(["play", Tool.fixture("wav-44100-stereo-s16.wav"), "--output", "wav:\(output)",
+                                   "--device-rate", "48000", "--loops", "1", "--volume", "0.5"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let written = try DecoderRegistry.shared.open(path: output)
+        #expect(written.format.sampleRate == 48_000)
+        #expect(written.frameCount == 48_000)  // two passes of 0.5 s
+    }
+
+    @Test func playToTheNullDeviceTakesRealTime() throws {
+        let start = Date()
+        let result = try Tool.run(["play", Tool.fixture("wav-8000-mono-ulaw.wav"), "--output", "null", "--buffer-frames", "256"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(Date().timeIntervalSince(start) >= 0.45)  // 0.5 s of audio, paced by the clock
+        #expect(result.stderr.contains("0 underruns"))
+    }
+
+    @Test func playRejectsBadArguments() throws {
+        #expect(try Tool.run(["play"]).status == 2)
+        #expect(try Tool.run(["play", Tool.fixture("wav-8000-mono-ulaw.wav"), "--backend", "coreaudio"]).status == 2)
+        #expect(try Tool.run(["play", Tool.fixture("wav-8000-mono-ulaw.wav"), "--volume", "3"]).status == 2)
+        #expect(try Tool.run(["play", Tool.fixture("wav-8000-mono-ulaw.wav"), "--output", "wav:"]).status == 2)
+        let missing = try Tool.run(["play", "/nonexistent.mp3", "--output", "null"])
+        #expect(missing.status == 1)
+        #expect(missing.stderr.hasPrefix("spool: /nonexistent.mp3: "))
+    }
+
+    @Test func latencyBenchWritesJSONAndAChart() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("spool-latency-\(UUID())")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let json = dir.appendingPathComponent("latency.json").path, chart = dir.appendingPathComponent("latency.svg").path
+        let result = try Tool.run(["bench", "latency", "--backends", "queue", "--buffer-frames", "256", "--buffers", "2",
+                                   "--starts", "8", "--seconds", "0.3", "--no-reference", "--json", json, "--chart", chart])
+        #expect(result.status == 0, "\(result.stderr)")
+        let rows = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: json))) as! [[String: Any]]
+        #expect(rows.count == 1)
+        let row = rows[0]
+        #expect(row["periodFrames"] as? Int == 256 && row["periods"] as? Int == 2)
+        #expect(row["starts"] as? Int == 8)
+        // On the null device a start lands within the floor: between (P−1)·F and P·F.
+        let p50 = row["startP50Ms"] as! Double
+        #expect(p50 >= (row["floorMinMs"] as! Double) - 0.5 && p50 <= (row["floorMaxMs"] as! Double) + 1)
+        let svg = try String(contentsOfFile: chart, encoding: .utf8)
+        #expect(svg.hasPrefix("<svg") && svg.contains("<circle"))
+    }
+}
