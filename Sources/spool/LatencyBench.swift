@@ -67,7 +67,20 @@ enum LatencyBench {
         print(table(rows))
         if let json = args.string("json") { try BenchCommand.writeJSON(rows, to: json) }
         if let chart = args.string("chart") { try LatencyChart.write(rows, to: chart) }
-        if args.has("acoustic") { try AcousticCheck.run(rate: rate) }
+        if args.has("acoustic") {
+            let result = try AcousticCheck.run(rate: rate)
+            print(AcousticCheck.report(result))
+            if let json = args.string("json") {
+                try BenchCommand.writeJSON(Report(rows: rows, acoustic: result), to: json)
+            }
+            if !result.agrees { throw ExitFailure(AudioError(.deviceUnavailable, "acoustic check failed")) }
+        }
+    }
+
+    /// The JSON document with `--acoustic`: the rows and the acoustic result.
+    struct Report: Encodable {
+        let rows: [LatencyRow]
+        let acoustic: AcousticCheck.Result
     }
 
     static func list(_ text: String, name: String, range: ClosedRange<Int>) throws -> [Int] {

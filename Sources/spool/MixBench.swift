@@ -42,8 +42,12 @@ enum MixBench {
         if let json = args.string("json") { try BenchCommand.writeJSON(rows, to: json) }
     }
 
-    /// The OpenAL row, once that back-end offers its loopback benchmark.
-    static func openALRow(voices: Int, seconds: Double, periodFrames: Int) throws -> Row? { nil }
+    /// OpenAL Soft mixing the same voices (streaming sources, half at 44.1 kHz, its default
+    /// resampler) on a loopback device in this process.
+    static func openALRow(voices: Int, seconds: Double, periodFrames: Int) throws -> Row? {
+        let (wall, cpu) = try benchmarkOpenALMix(voices: voices, seconds: seconds, rate: 48_000, periodFrames: periodFrames)
+        return row("openal", voices: voices, seconds: seconds, wall: wall, cpu: cpu)
+    }
 
     static func queueEngine(voices: Int, seconds: Double, periodFrames: Int) throws -> Row {
         let device = try OfflineDevice(configuration: OutputConfiguration(sampleRate: 48_000, periodFrames: periodFrames))

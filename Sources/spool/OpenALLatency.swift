@@ -1,19 +1,139 @@
 import Foundation
 import Spool
 
-/// The OpenAL back-end in the latency bench.
+/// The OpenAL back-end in the latency bench: a streaming source with buffers of one period,
+/// refilled from its consumed-buffer handler (the pump's unqueue).
 enum OpenALLatency {
     static func makeProbe(output: OutputTarget, rate: Double, periodFrames: Int, periods: Int,
                           reference: Bool) throws -> (any LatencyProbe, String) {
-        throw AudioError(.deviceUnavailable, "the OpenAL back-end is not available yet")
+        let configuration = OutputConfiguration(sampleRate: rate, channelCount: 2, periodFrames: periodFrames, periodCount: periods)
+        let backend: OpenALBackend
+        switch output {
+        case .null, .offline:
+            backend = try OpenALBackend(.null(configuration))
+        case .default:
+            // The reference row leaves OpenAL Soft at its own settings.
+            backend = try OpenALBackend(.systemDefault, configuration: reference ? nil : configuration)
+        case .alsa(let name):
+            backend = try OpenALBackend(.named(name), configuration: reference ? nil : configuration)
+        }
+        let bufferFrames = reference ? 4096 : periodFrames
+        let probe = try OpenALLatencyProbe(backend: backend, bufferFrames: bufferFrames, bufferCount: 3,
+                                           periods: reference ? 3 : periods)
+        let note = reference ? "OpenAL Soft's own device settings, 3 source buffers of 4096 frames"
+            : "3 source buffers of one period (ALSOFT_CONF period_size/periods)"
+        return (probe, note)
     }
 }
 
-/// `--acoustic`: both back-ends start a click at one host time; the sound server's monitor
-/// says how far apart they really were.
-enum AcousticCheck {
-    static func run(rate: Double) throws {
-        throw AudioError(.deviceUnavailable, "the acoustic check needs the OpenAL back-end")
+final class OpenALLatencyProbe: LatencyProbe {
+    let backend: OpenALBackend
+    let voice: OpenALStreamingSource
+    let buffer: PCMBuffer
+    let bufferCount: Int
+    let periods: Int
+    private let refill = LockedBox(false)
+    private let ledger = LockedBox(Ledger())
+
+    struct Ledger {
+        var ends: [Int] = []
+        var enqueued = 0
+        var lags: [Double] = []
+    }
+
+    init(backend: OpenALBackend, bufferFrames: Int, bufferCount: Int, periods: Int) throws {
+        self.backend = backend
+        self.bufferCount = bufferCount
+        self.periods = periods
+        let rate = backend.device.format.sampleRate
+        voice = try backend.makeVoice(format: AudioFormat(sampleRate: rate, channelCount: 2), priority: 0)
+        buffer = try PCMBuffer(format: AudioFormat(sampleRate: rate, channelCount: 2),
+                               samples: MixBench.toneSamples(frames: bufferFrames, rate: rate, frequency: 440))
+        let refill = self.refill, ledger = self.ledger, voice = self.voice, buffer = self.buffer
+        voice.setBufferConsumedHandler { _ in
+            guard refill.value else { return }
+            // How far the source had already played past this buffer when it came back.
+            let played = voice.framesPlayed
+            var l = ledger.value
+            if !l.ends.isEmpty {
+                let end = l.ends.removeFirst()
+                l.lags.append(max(0, Double(played - end)) / rate)
+            }
+            l.enqueued += buffer.frameCount
+            l.ends.append(l.enqueued)
+            ledger.value = l
+            try? voice.enqueue(buffer)
+        }
+    }
+
+    var negotiated: (periodFrames: Int, periods: Int, rate: Double) {
+        let device = backend.device
+        return (device.updateFrames, device.periodCount ?? periods, device.format.sampleRate)
+    }
+
+    func measureStarts(count: Int) throws -> [Double] {
+        refill.value = false
+        var random = SplitMix(seed: 11)
+        var latencies: [Double] = []
+        let rate = backend.device.format.sampleRate
+        let period = Double(backend.device.updateFrames) / rate
+        Thread.sleep(forTimeInterval: 0.2)
+        for _ in 0..<count {
+            for _ in 0..<bufferCount { try voice.enqueue(buffer) }
+            Thread.sleep(forTimeInterval: period * random.nextUnit())
+            let t0 = HostTime.now()
+            try voice.start()
+            let deadline = t0 + HostTime.nanoseconds(2)
+            while HostTime.now() < deadline {
+                let played = voice.framesPlayed
+                if played > 0 {
+                    // OpenAL's own account (AL_SOFT_source_latency): the sample at the source's
+                    // offset is heard `outputLatency` from now, so frame 0 was due that much earlier.
+                    let heard = Double(HostTime.now()) + (voice.outputLatency - Double(played) / rate) * 1e9
+                    latencies.append((heard - Double(t0)) * 1e-9)
+                    break
+                }
+                usleep(100)
+            }
+            try voice.stop(immediately: true)
+            let quiet = HostTime.now() + HostTime.nanoseconds(0.5)
+            while voice.isPlaying && HostTime.now() < quiet { usleep(200) }
+        }
+        return latencies
+    }
+
+    func measureSteady(seconds: Double) throws -> (latencies: [Double], turnarounds: [Double], underruns: Int, xruns: Int) {
+        let rate = backend.device.format.sampleRate
+        ledger.value = Ledger()
+        refill.value = true
+        for _ in 0..<bufferCount {
+            var l = ledger.value
+            l.enqueued += buffer.frameCount
+            l.ends.append(l.enqueued)
+            ledger.value = l
+            try voice.enqueue(buffer)
+        }
+        try voice.start()
+        Thread.sleep(forTimeInterval: 0.3)
+        let underruns0 = voice.underrunCount, xruns0 = backend.device.xrunCount
+        var l0 = ledger.value
+        l0.lags = []
+        ledger.value = l0
+        var latencies: [Double] = []
+        let end = HostTime.now() + HostTime.nanoseconds(seconds)
+        while HostTime.now() < end {
+            Thread.sleep(forTimeInterval: 0.01)
+            let ahead = Double(ledger.value.enqueued - voice.framesPlayed) / rate
+            latencies.append(max(0, ahead) + voice.outputLatency)
+        }
+        let result = (latencies, ledger.value.lags, voice.underrunCount - underruns0, backend.device.xrunCount - xruns0)
+        refill.value = false
+        try voice.stop(immediately: true)
+        return result
+    }
+
+    func close() {
+        voice.dispose()
+        backend.device.close()
     }
 }
-

@@ -4,6 +4,38 @@ import Spool
 /// The OpenAL back-end on the output the command line names.
 enum OpenALPlaybackOutput {
     static func open(output: String, wavPath: String?, configuration: OutputConfiguration) throws -> PlaybackOutput {
-        throw AudioError(.unsupportedFormat, "the OpenAL back-end is not available yet")
+        if let wavPath {
+            let device = try OpenALDevice(.loopback(configuration))
+            let writer = try WAVFileWriter(path: wavPath, format: device.format)
+            return PlaybackOutput(
+                backend: OpenALBackend(device: device),
+                description: "wav:\(wavPath) via openal (loopback, \(device.format))", notice: nil,
+                renderOffline: { frames in try device.render(frames: frames, to: writer) },
+                finish: { try writer.finish() })
+        }
+        let backend: OpenALBackend
+        var notice: String?
+        switch output {
+        case "null":
+            backend = try OpenALBackend(.null(configuration))
+        case "default":
+            do {
+                backend = try OpenALBackend(.systemDefault, configuration: configuration)
+            } catch let error as AudioError where error.code == .deviceUnavailable {
+                // OpenAL Soft 1.19 does not fall back to its null driver by itself.
+                notice = "no audio device could be opened (\(error.message)); playing to the null device"
+                backend = try OpenALBackend(.null(configuration))
+            }
+        default:
+            guard output.hasPrefix("alsa:") || output.hasPrefix("openal:") else {
+                throw UsageError("--output is default, null, openal:NAME or wav:PATH for the OpenAL back-end")
+            }
+            let name = String(output.drop(while: { $0 != ":" }).dropFirst())
+            backend = try OpenALBackend(.named(name), configuration: configuration)
+        }
+        let device = backend.device
+        let period = device.periodCount.map { "\(device.updateFrames) × \($0) frames" } ?? "\(device.updateFrames)-frame updates"
+        return PlaybackOutput(backend: backend, description: "\(device.name) via openal (\(device.format), \(period))",
+                              notice: notice, renderOffline: nil, finish: nil)
     }
 }

@@ -1,0 +1,83 @@
+internal import COpenAL
+import SpoolCore
+
+/// Copies a `PCMBuffer` into an OpenAL buffer (`alBufferData`), Float32 through
+/// `AL_EXT_FLOAT32`: mono as `AL_FORMAT_MONO_FLOAT32`, everything else as
+/// `AL_FORMAT_STEREO_FLOAT32`.
+///
+/// More than two channels are folded down to stereo here, with the buffer-queue back-end's
+/// coefficients (ITU-R BS.775: centre and surrounds at −3 dB, LFE dropped, normalised so
+/// full scale on every channel stays within full scale). OpenAL Soft's own 5.1/7.1 formats
+/// (`AL_EXT_MCFORMATS`) would not agree with it: played through direct channels on a
+/// stereo device it drops every channel but front left and right, and panned it places each
+/// channel with its own (not constant-power) panner.
+///
+/// A stereo buffer can be balanced on the way (`PanLaw.stereo`): OpenAL has no per-channel
+/// gain, and a stereo source plays through `AL_SOFT_direct_channels` untouched.
+struct SampleUpload {
+    /// What OpenAL receives for a buffer of `channelCount` channels: 1 or 2.
+    static func uploadedChannels(for channelCount: Int) -> Int { channelCount == 1 ? 1 : 2 }
+
+    /// Reused between uploads so that converting does not allocate each time.
+    private var scratch: [Float] = []
+
+    /// Uploads `buffer` into the OpenAL buffer `name`, in a batch.
+    /// - Parameters:
+    ///   - buffer: Audio of any channel count, at a whole-number rate.
+    ///   - name: An OpenAL buffer not queued on any source.
+    ///   - balance: For stereo, the `PanLaw.stereo` position to apply; ignored otherwise.
+    /// - Throws: The AL error of `alBufferData`.
+    mutating func upload(_ buffer: PCMBuffer, into name: UInt32, balance: Float = 0) throws {
+        let channels = buffer.format.channelCount
+        let rate = Int32(buffer.format.sampleRate)
+        switch channels {
+        case 1:
+            buffer.withUnsafeSamples { samples in
+                alBufferData(name, AL_FORMAT_MONO_FLOAT32, samples.baseAddress, Int32(samples.count * 4), rate)
+            }
+        case 2 where balance == 0:
+            buffer.withUnsafeSamples { samples in
+                alBufferData(name, AL_FORMAT_STEREO_FLOAT32, samples.baseAddress, Int32(samples.count * 4), rate)
+            }
+        default:
+            let frames = buffer.frameCount
+            if scratch.count < frames * 2 { scratch = [Float](repeating: 0, count: frames * 2) }
+            buffer.withUnsafeSamples { samples in
+                scratch.withUnsafeMutableBufferPointer { out in
+                    if channels == 2 {
+                        let (left, right) = PanLaw.stereo(balance)
+                        for i in 0..<frames {
+                            out[2 * i] = samples[2 * i] * left
+                            out[2 * i + 1] = samples[2 * i + 1] * right
+                        }
+                    } else {
+                        Self.foldDown(samples, channels: channels, frames: frames, into: out)
+                    }
+                    alBufferData(name, AL_FORMAT_STEREO_FLOAT32, out.baseAddress, Int32(frames * 8), rate)
+                }
+            }
+        }
+        try OpenALStatus.al().check("alBufferData for \(buffer.frameCount) frames of \(buffer.format)")
+    }
+
+    /// Folds `channels` (WAV order: L R C LFE BL BR SL SR) down to stereo.
+    private static func foldDown(_ samples: UnsafeBufferPointer<Float>, channels q: Int, frames: Int,
+                                 into out: UnsafeMutableBufferPointer<Float>) {
+        let minus3dB: Float = 0.707_106_77
+        var left: [(Int, Float)] = [(0, 1), (2, minus3dB)]
+        var right: [(Int, Float)] = [(1, 1), (2, minus3dB)]
+        if q >= 5 { left.append((4, minus3dB)); right.append((5, minus3dB)) }
+        if q >= 7 { left.append((6, minus3dB)); right.append((7, minus3dB)) }
+        let norm = 1 / left.reduce(0) { $0 + ($1.0 < q ? $1.1 : 0) }
+        left = left.filter { $0.0 < q }.map { ($0.0, $0.1 * norm) }
+        right = right.filter { $0.0 < q }.map { ($0.0, $0.1 * norm) }
+        for i in 0..<frames {
+            let frame = i * q
+            var l: Float = 0, r: Float = 0
+            for (channel, gain) in left { l += gain * samples[frame + channel] }
+            for (channel, gain) in right { r += gain * samples[frame + channel] }
+            out[2 * i] = l
+            out[2 * i + 1] = r
+        }
+    }
+}

@@ -1,1 +1,0 @@
-// The OpenAL back-end.

@@ -1,0 +1,124 @@
+import Foundation
+import SpoolCore
+import Synchronization
+import Testing
+@testable import SpoolOpenAL
+
+@Suite("OpenAL devices")
+struct DeviceTests {
+    let stereo48 = try! AudioFormat(sampleRate: 48_000, channelCount: 2)
+
+    @Test func aLoopbackDeviceReportsWhatItRuns() throws {
+        let device = try makeLoopback(rate: 44_100, periodFrames: 441)
+        #expect(device.format == (try AudioFormat(sampleRate: 44_100, channelCount: 2)))
+        #expect(device.updateFrames == 441)
+        #expect(device.refreshRate == 100)
+        #expect(device.isConnected)
+        #expect(device.outputLatency == 0)
+        #expect(device.name == "loopback")
+        _ = try device.render(frames: 1000)
+        #expect(device.renderedFrames == 1000)
+    }
+
+    @Test func aLoopbackDeviceRendersToAWAVFile() throws {
+        let device = try makeLoopback()
+        let voice = try OpenALStreamingSource(device: device, format: stereo48)
+        try voice.enqueue(try pcm([Float](repeating: 0.25, count: 9600)))
+        try voice.start()
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("spool-openal-\(UUID()).wav").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        #expect(try device.render(seconds: 0.2, toWAV: path) == 9600)
+        let data = try Data(contentsOf: URL(fileURLWithPath: path))
+        #expect(data.count == 44 + 9600 * 8)
+        let first = data.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: 44, as: Float.self) }
+        let last = data.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: 44 + 9599 * 8, as: Float.self) }
+        #expect(first == 0.25)
+        #expect(last == 0)
+    }
+
+    @Test func theNullDevicePlaysAtTheClocksPace() throws {
+        let backend = try OpenALBackend(.null(OutputConfiguration(sampleRate: 48_000, periodFrames: 480, periodCount: 3)))
+        let device = backend.device
+        defer { device.close() }
+        #expect(device.name == "null")
+        #expect(device.periodCount == 3)
+        let tone = try pcm(sine(frequency: 440, frames: 48_000, channels: 2))
+        let voice = try backend.makeVoice(format: stereo48)
+        // Each buffer goes round again from the consumed handler; note which thread runs it.
+        let threads = Mutex<Set<UInt>>([])
+        voice.setBufferConsumedHandler { [weak voice] buffer in
+            threads.withLock { _ = $0.insert(UInt(pthread_self())) }
+            try? voice?.enqueue(buffer)
+        }
+        for i in 0..<3 { try voice.enqueue(try tone.slice(frames: (i * 2048)..<((i + 1) * 2048))) }
+        let started = HostTime.now()
+        try voice.start()
+        Thread.sleep(forTimeInterval: 0.4)
+        let played = voice.framesPlayed
+        let elapsed = HostTime.seconds(from: started, to: HostTime.now())
+        let latency = backend.outputLatency
+        try voice.stop(immediately: true)
+        // Played as fast as the virtual card takes audio: elapsed time plus what it holds ahead.
+        let expected = elapsed * 48_000
+        #expect(Double(played) > expected - 0.05 * 48_000, "played \(played) frames in \(elapsed) s")
+        #expect(Double(played) < expected + 3 * 480 + 0.05 * 48_000, "played \(played) frames in \(elapsed) s")
+        #expect(latency >= 0 && latency <= 3 * 480 / 48_000 + 0.001, "latency \(latency) s")
+        #expect(voice.underrunCount == 0)
+        #expect(device.renderedFrames > Int(0.3 * 48_000))
+        // On the pump thread, never on the thread that renders (the null device's mixer).
+        let pumpThread = device.pump.threadID.load(ordering: .acquiring)
+        let mixerThread = try #require(device.clock).threadID.load(ordering: .acquiring)
+        #expect(threads.withLock { $0 } == [pumpThread])
+        #expect(pumpThread != mixerThread && mixerThread != 0)
+    }
+
+    @Test func aLostDeviceStopsItsVoicesReportsAndMakesWayForAnother() throws {
+        let device = try makeLoopback()
+        let events = Mutex<[String]>([])
+        device.setEventHandler { event in
+            if case .deviceLost(let error) = event { events.withLock { $0.append("\(error.code)") } }
+        }
+        let voice = try OpenALStreamingSource(device: device, format: stereo48)
+        let log = VoiceLog(voice)
+        for _ in 0..<3 { try voice.enqueue(try pcm([Float](repeating: 0.5, count: 2000))) }
+        try voice.start()
+        _ = try device.render(frames: 256)
+        // As if ALC_CONNECTED turned 0 (the sound server went away).
+        device.forcedDisconnect.store(true, ordering: .relaxed)
+        let out = try device.render(frames: 1024).samples
+        #expect(out[512...].allSatisfy { $0 == 0 })
+        #expect(events.withLock { $0 } == ["deviceLost"])
+        #expect(!device.isConnected)
+        #expect(!voice.isPlaying)
+        #expect(log.count == 3)
+        #expect(log.finishedCount == 1)
+        expectError(.deviceLost) { try voice.enqueue(try pcm([0, 0])) }
+        expectError(.deviceLost) { try device.render(frames: 10) }
+
+        let replacement = try makeLoopback()
+        let again = try OpenALStreamingSource(device: replacement, format: stereo48)
+        try again.enqueue(try pcm([0.5, 0.5]))
+        try again.start()
+        #expect(try replacement.render(frames: 1).samples == [0.5, 0.5])
+    }
+
+    @Test func theConfigurationFileSaysWhatOpenALSoftReads() throws {
+        let configuration = try OpenALConfiguration(OutputConfiguration(sampleRate: 48_000, periodFrames: 128, periodCount: 2))
+        #expect(configuration.fileContents.contains("[general]"))
+        #expect(configuration.fileContents.contains("frequency = 48000"))
+        #expect(configuration.fileContents.contains("period_size = 128"))
+        #expect(configuration.fileContents.contains("periods = 2"))
+        #expect(configuration.fileContents.contains("channels = stereo"))
+        #expect(configuration.drivers == ["pulse", "alsa"])
+        #expect(!OpenALConfiguration().fileContents.contains("period_size"))
+    }
+
+    @Test func theMixBenchmarkRendersAndTimes() throws {
+        let (wall, cpu) = try benchmarkOpenALMix(voices: 8, seconds: 0.25, rate: 48_000, periodFrames: 512)
+        print(String(format: "OpenAL Soft mixing 8 voices: %.0f× real time, %.1f ms CPU for 0.25 s", 0.25 / wall, cpu * 1000))
+        #expect(wall > 0 && wall < 10)
+        #expect(cpu > 0 && cpu < 10)
+        let (monoWall, _) = try benchmarkOpenALMix(voices: 2, seconds: 0.1, rate: 48_000, periodFrames: 256, channelCount: 1)
+        #expect(monoWall > 0)
+    }
+}

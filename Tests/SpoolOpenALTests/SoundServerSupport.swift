@@ -1,0 +1,138 @@
+import Foundation
+
+/// The PulseAudio server the real-output tests play to.
+enum SoundServer {
+    /// Whether a server answers `pactl info`.
+    static let isRunning: Bool = (try? run("pactl", ["info"]).status) == 0
+
+    /// Whether the tests run in CI, where a missing server is a failure rather than a skip.
+    static var isCI: Bool { ProcessInfo.processInfo.environment["CI"].map { !$0.isEmpty } ?? false }
+
+    /// Runs a tool found on `PATH` and waits for it.
+    /// - Returns: Its exit status and standard output.
+    static func run(_ tool: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = [tool] + arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
+}
+
+/// A null sink of the test's own, loaded while the object lives, with a description OpenAL
+/// Soft lists as a device name: what the test plays is recorded from its monitor without the
+/// sound of other tests playing to the server's default sink at the same time.
+final class PrivateNullSink {
+    /// The sink's name, also its description (OpenAL Soft's device name for it).
+    let name: String
+    private let module: String
+    private var unloaded = false
+
+    init(sampleRate: Int = 48_000) throws {
+        name = "spool_openal_\(getpid())_\(UInt32.random(in: 0...UInt32.max))"
+        let result = try SoundServer.run("pactl", ["load-module", "module-null-sink", "sink_name=\(name)",
+                                                   "sink_properties=device.description=\(name)",
+                                                   "rate=\(sampleRate)", "channels=2"])
+        module = result.output.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard result.status == 0, Int(module) != nil else { throw CocoaError(.featureUnsupported) }
+    }
+
+    deinit { unload() }
+
+    /// The source that records what the sink plays.
+    var monitor: String { "\(name).monitor" }
+
+    /// Unloads the sink; a stream playing to it fails (the server has nowhere to move it).
+    func unload() {
+        guard !unloaded else { return }
+        unloaded = true
+        _ = try? SoundServer.run("pactl", ["unload-module", module])
+    }
+}
+
+/// Records a PulseAudio source as mono Float32 at 48 kHz with `parec`, in the background.
+final class MonitorRecorder {
+    let sampleRate = 48_000
+    private let path: String
+    private let process = Process()
+    private let file: FileHandle
+
+    /// Starts recording `source`.
+    init(source: String) throws {
+        path = FileManager.default.temporaryDirectory.appendingPathComponent("spool-openal-monitor-\(UUID()).raw").path
+        guard FileManager.default.createFile(atPath: path, contents: nil),
+              let file = FileHandle(forWritingAtPath: path) else {
+            throw CocoaError(.fileWriteUnknown)
+        }
+        self.file = file
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["parec", "-d", source, "--format=float32le", "--rate=\(sampleRate)", "--channels=1",
+                             "--raw", "--latency-msec=20"]
+        process.standardOutput = file
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+    }
+
+    deinit {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        try? FileManager.default.removeItem(atPath: path)
+    }
+
+    /// Stops recording and returns the samples.
+    func stop() throws -> [Float] {
+        // SIGKILL: a child spawned from a dispatch worker inherits a mask that blocks SIGTERM.
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        try file.close()
+        let data = try Data(contentsOf: URL(fileURLWithPath: path))
+        return data.withUnsafeBytes { raw in
+            (0..<(data.count / 4)).map { Float(bitPattern: UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: $0 * 4, as: UInt32.self))) }
+        }
+    }
+}
+
+/// What a recording of one tone burst shows.
+struct ToneAnalysis {
+    /// Seconds from the start of the recording to the tone's first loud sample.
+    var onsetSeconds: Double
+    /// How long the tone lasts, first to last loud sample.
+    var durationSeconds: Double
+    /// The tone's frequency, from its rising zero crossings.
+    var frequency: Double
+    /// Start times (seconds into the recording) of 5 ms windows of near-silence inside the tone.
+    var dropouts: [Double]
+
+    /// The 5 ms window RMS below which a window counts as silence.
+    static let silenceRMS: Float = 0.02
+
+    /// Finds the one tone burst in `samples`; `nil` when nothing rises above `loudLevel`.
+    init?(samples: [Float], sampleRate: Int, loudLevel: Float = 0.1) {
+        guard let first = samples.firstIndex(where: { abs($0) > loudLevel }),
+              let last = samples.lastIndex(where: { abs($0) > loudLevel }), last > first else { return nil }
+        onsetSeconds = Double(first) / Double(sampleRate)
+        durationSeconds = Double(last - first) / Double(sampleRate)
+        var crossings: [Double] = []
+        for i in (first + 1)...last where samples[i - 1] < 0 && samples[i] >= 0 {
+            crossings.append(Double(i - 1) + Double(-samples[i - 1]) / Double(samples[i] - samples[i - 1]))
+        }
+        if crossings.count >= 2, let a = crossings.first, let b = crossings.last, b > a {
+            frequency = Double(crossings.count - 1) * Double(sampleRate) / (b - a)
+        } else {
+            frequency = 0
+        }
+        let window = sampleRate / 200
+        dropouts = []
+        var start = first
+        while start + window <= last {
+            let slice = samples[start..<(start + window)]
+            let rms = (slice.reduce(0) { $0 + $1 * $1 } / Float(window)).squareRoot()
+            if rms < Self.silenceRMS { dropouts.append(Double(start) / Double(sampleRate)) }
+            start += window
+        }
+    }
+}

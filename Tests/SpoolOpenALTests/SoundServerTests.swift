@@ -1,0 +1,201 @@
+import Foundation
+import SpoolCore
+import Synchronization
+import Testing
+@testable import SpoolOpenAL
+
+@Suite("OpenAL on a real sound server", .serialized)
+struct SoundServerTests {
+    // Outside CI a machine without a PulseAudio server skips these (reported as skipped); in CI
+    // they run and fail, because CI must start one (scripts/pulseaudio.sh).
+    static let enabled = SoundServer.isRunning || SoundServer.isCI
+        || ProcessInfo.processInfo.environment[childVariable] != nil
+    static let skipReason: Comment = "no PulseAudio server answers `pactl info`; start one with scripts/pulseaudio.sh"
+    /// Set in the child process that measures a configuration (see the last test).
+    static let childVariable = "SPOOL_OPENAL_LATENCY_CHILD"
+
+    let mono48 = try! AudioFormat(sampleRate: 48_000, channelCount: 1)
+
+    @Test("A 1 kHz tone through OpenAL Soft's PulseAudio device reaches a null sink whole",
+          .enabled(if: enabled, skipReason))
+    func toneReachesTheNullSinkWhole() throws {
+        guard SoundServer.isRunning else {
+            Issue.record("CI must run a PulseAudio server (scripts/pulseaudio.sh)")
+            return
+        }
+        // A null sink of the test's own, opened by name, keeps other tests' sound out of the
+        // recording. The recorder starts before anything plays: the monitor drops leading
+        // silence after idling.
+        let sink = try PrivateNullSink()
+        let recorder = try MonitorRecorder(source: sink.monitor)
+        let names = OpenALDevice.availableDeviceNames()
+        try #require(names.contains(sink.name), "OpenAL Soft does not list the sink: \(names)")
+        let device = try OpenALDevice(.named(sink.name))
+        defer { device.close() }
+        print("openal:\(device.name): \(device.format), update \(device.updateFrames) frames (ALC_REFRESH \(device.refreshRate)), "
+              + "device latency \(device.deviceLatency * 1000) ms")
+
+        // 2.5 s of silence first: an idle null sink asks a new stream for nothing for about a second.
+        let silence = [Float](repeating: 0, count: 120_000)
+        let tone = sine(frequency: 1_000, frames: 48_000, channels: 1)
+        let audio = try PCMBuffer(format: mono48, samples: silence + tone + [Float](repeating: 0, count: 24_000))
+        let voice = try OpenALStreamingSource(device: device, format: mono48)
+        let feeder = try VoiceFeeder(voice: voice, source: .buffer(audio), bufferFrames: 4800, buffersAhead: 3)
+        let done = DispatchSemaphore(value: 0)
+        feeder.setCompletion { _ in done.signal() }
+        try feeder.prime()
+        try voice.start()
+        var latencies: [Double] = []
+        let giveUpAt = HostTime.now() + HostTime.nanoseconds(9)
+        while done.wait(timeout: .now() + 0.1) == .timedOut, HostTime.now() < giveUpAt {
+            latencies.append(voice.outputLatency)
+        }
+        Thread.sleep(forTimeInterval: 0.3)
+        let samples = try recorder.stop()
+        let sorted = latencies.sorted()
+        print("played \(voice.framesPlayed) frames; underruns \(voice.underrunCount); source latency "
+              + "\(((sorted.first ?? 0) * 1000).rounded())…\(((sorted.last ?? 0) * 1000).rounded()) ms, "
+              + "median \(((sorted.isEmpty ? 0 : sorted[sorted.count / 2]) * 1000).rounded()) ms")
+        #expect(voice.framesPlayed == audio.frameCount, "the voice did not play to the end")
+        #expect(voice.underrunCount == 0)
+
+        let analysis = try #require(ToneAnalysis(samples: samples, sampleRate: recorder.sampleRate),
+                                    "the recording (\(samples.count) frames) holds no tone")
+        print("recorded \(Double(samples.count) / 48_000) s: tone at \(analysis.onsetSeconds) s for "
+              + "\(analysis.durationSeconds) s, \(analysis.frequency) Hz, \(analysis.dropouts.count) dropouts")
+        #expect(abs(analysis.frequency - 1_000) <= 10)
+        #expect(abs(analysis.durationSeconds - 1.0) <= 0.05)
+        #expect(analysis.dropouts.isEmpty, "near-silent 5 ms windows inside the tone at \(analysis.dropouts.prefix(5)) s")
+    }
+
+    @Test("The default device opens and reports what it runs", .enabled(if: enabled, skipReason))
+    func theDefaultDeviceReportsItsValues() throws {
+        guard SoundServer.isRunning else {
+            Issue.record("CI must run a PulseAudio server (scripts/pulseaudio.sh)")
+            return
+        }
+        let device = try OpenALDevice(.systemDefault)
+        defer { device.close() }
+        print("openal default: \(device.name), \(device.format), update \(device.updateFrames) frames "
+              + "(ALC_REFRESH \(device.refreshRate)), device latency \(device.deviceLatency * 1000) ms, "
+              + "configuration \(OpenALConfiguration.current.map { "\($0)" } ?? "OpenAL Soft's own")")
+        #expect(device.isConnected)
+        #expect(device.refreshRate > 0)
+        #expect(device.updateFrames >= 64)
+        #expect(OpenALDevice.availableDeviceNames().contains(device.name))
+    }
+
+    @Test("Losing the sink stops the voices, reports it, and another device opens",
+          .enabled(if: enabled, skipReason))
+    func losingTheSinkIsReported() throws {
+        guard SoundServer.isRunning else {
+            Issue.record("CI must run a PulseAudio server (scripts/pulseaudio.sh)")
+            return
+        }
+        let sink = try PrivateNullSink()
+        _ = OpenALDevice.availableDeviceNames()  // makes OpenAL Soft list the new sink
+        let device = try OpenALDevice(.named(sink.name))
+        let lost = DispatchSemaphore(value: 0)
+        let events = Mutex<[String]>([])
+        device.setEventHandler { event in
+            if case .deviceLost(let error) = event { events.withLock { $0.append("\(error.code)") } }
+            lost.signal()
+        }
+        let voice = try OpenALStreamingSource(device: device, format: mono48)
+        let log = VoiceLog(voice)
+        let feeder = try VoiceFeeder(voice: voice, source: .buffer(try PCMBuffer(format: mono48, samples:
+            sine(frequency: 440, frames: 48_000, channels: 1, amplitude: 0.1))), bufferFrames: 4800, numberOfLoops: -1)
+        try feeder.prime()
+        try voice.start()
+        Thread.sleep(forTimeInterval: 0.3)
+        sink.unload()  // with nowhere to move it, the server kills the stream: ALC_CONNECTED turns 0
+        #expect(lost.wait(timeout: .now() + 3) == .success, "no device-lost event within 3 s")
+        #expect(events.withLock { $0 } == ["deviceLost"])
+        #expect(!device.isConnected)
+        #expect(!voice.isPlaying)
+        #expect(log.finishedCount == 1)
+        expectError(.deviceLost) { try voice.enqueue(try PCMBuffer(format: self.mono48, samples: [0])) }
+
+        let next = try OpenALDevice(.systemDefault)
+        defer { next.close() }
+        #expect(next.isConnected)
+    }
+
+    @Test("OpenAL Soft honours a configuration file applied before its first use (in a fresh process)",
+          .enabled(if: enabled, skipReason), arguments: [(128, 2), (1024, 3)])
+    func aConfigurationAppliedFirstSetsTheDeviceBuffer(periodFrames: Int, periodCount: Int) throws {
+        if let request = ProcessInfo.processInfo.environment[Self.childVariable] {
+            // The child: only the requested case runs, before anything else touches OpenAL.
+            guard request == "\(periodFrames)x\(periodCount)" else { return }
+            try Self.measure(periodFrames: periodFrames, periodCount: periodCount)
+            return
+        }
+        guard SoundServer.isRunning else {
+            Issue.record("CI must run a PulseAudio server (scripts/pulseaudio.sh)")
+            return
+        }
+        // OpenAL Soft reads its configuration once per process, and this one has long since
+        // started it: run this test again in a process of its own.
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        process.arguments = ["--testing-library", "swift-testing", "--filter", "aConfigurationAppliedFirstSetsTheDeviceBuffer"]
+        var environment = ProcessInfo.processInfo.environment
+        environment["ALSOFT_CONF"] = nil
+        environment["ALSOFT_DRIVERS"] = nil
+        environment[Self.childVariable] = "\(periodFrames)x\(periodCount)"
+        process.environment = environment
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        let report = output.split(separator: "\n").first { $0.contains("SPOOL-OPENAL-LATENCY") }
+        print(report.map(String.init) ?? "the child process printed no measurement")
+        #expect(process.terminationStatus == 0, "the child process failed:\n\(output.suffix(1500))")
+        #expect(report != nil)
+    }
+
+    /// Applies `periodFrames × periodCount` at 48 kHz, opens the default device, plays
+    /// silence and reports what OpenAL Soft says it runs.
+    static func measure(periodFrames: Int, periodCount: Int) throws {
+        let configuration = OpenALConfiguration(sampleRate: 48_000, periodFrames: periodFrames, periodCount: periodCount)
+        try configuration.apply()
+        let device = try OpenALDevice(.systemDefault)
+        defer { device.close() }
+        let format = try AudioFormat(sampleRate: 48_000, channelCount: 2)
+        let voice = try OpenALStreamingSource(device: device, format: format)
+        let feeder = try VoiceFeeder(voice: voice, source: .buffer(try PCMBuffer(format: format,
+            samples: [Float](repeating: 0, count: 9600))), bufferFrames: 960, buffersAhead: 4, numberOfLoops: -1)
+        try feeder.prime()
+        try voice.start()
+        // An idle null sink takes nothing for about a second, and until PulseAudio has sent
+        // timing OpenAL reports a latency of 0: wait for a figure (5 s at most).
+        Thread.sleep(forTimeInterval: 1.0)
+        let waitUntil = HostTime.now() + HostTime.nanoseconds(5)
+        while voice.outputLatency == 0, HostTime.now() < waitUntil { Thread.sleep(forTimeInterval: 0.05) }
+        Thread.sleep(forTimeInterval: 0.2)
+        var sourceLatencies: [Double] = [], deviceLatencies: [Double] = []
+        let playedBefore = voice.framesPlayed, from = HostTime.now()
+        for _ in 0..<16 {
+            Thread.sleep(forTimeInterval: 0.05)
+            sourceLatencies.append(voice.outputLatency)
+            deviceLatencies.append(device.deviceLatency)
+        }
+        let pace = Double(voice.framesPlayed - playedBefore) / HostTime.seconds(from: from, to: HostTime.now())
+        sourceLatencies.sort()
+        deviceLatencies.sort()
+        func ms(_ x: Double) -> String { String(format: "%.1f", x * 1000) }
+        print("SPOOL-OPENAL-LATENCY ALSOFT_CONF period_size=\(periodFrames) periods=\(periodCount) frequency=48000 → "
+              + "ALC_FREQUENCY \(Int(device.format.sampleRate)), ALC_REFRESH \(device.refreshRate) "
+              + "(update \(device.updateFrames) frames), source latency \(ms(sourceLatencies[0]))…"
+              + "\(ms(sourceLatencies[15])) ms (median \(ms(sourceLatencies[8]))), device latency median "
+              + "\(ms(deviceLatencies[8])) ms, played at \(Int(pace)) frames/s, underruns \(voice.underrunCount)")
+        #expect(device.format.sampleRate == 48_000)
+        // ALC_REFRESH is a whole number of updates a second: the update size read back from it
+        // is exact only where the period divides the rate.
+        #expect(device.refreshRate == 48_000 / periodFrames)
+        #expect(abs(device.updateFrames - periodFrames) <= periodFrames / 20)
+        #expect(sourceLatencies[8] < Double(periodFrames * periodCount) / 48_000 + 0.03)
+    }
+}
