@@ -32,7 +32,8 @@ enum AcousticCheck {
         let alsa = try ALSADevice(name: "default", configuration: queueConfiguration)
         let engine = QueueEngine(device: alsa)
         try engine.start()
-        let openAL = try OpenALBackend(.systemDefault)
+        // OpenAL Soft at the same device buffer, on the sound server (not its null driver).
+        let openAL = try OpenALBackend(.systemDefault, configuration: queueConfiguration)
         let format = try AudioFormat(sampleRate: rate, channelCount: 2)
         let alFormat = try AudioFormat(sampleRate: openAL.device.format.sampleRate, channelCount: 2)
 
@@ -60,12 +61,14 @@ enum AcousticCheck {
         try queueVoice.start(atHostTime: target)
         try alVoice.start(atHostTime: target)
         // What each back-end reports: when its click's first frame leaves the device.
-        var alHeard: Double?
+        var alHeard: Double?  // ns after `target`
         let deadline = HostTime.now() + HostTime.nanoseconds(3)
         while alHeard == nil && HostTime.now() < deadline {
             let played = alVoice.framesPlayed
             if played > 0 {
-                alHeard = Double(HostTime.now()) + (alVoice.outputLatency - Double(played) / alFormat.sampleRate) * 1e9
+                // Nanoseconds after the target at which OpenAL says frame 0 was heard.
+                let sinceTarget = Double(Int64(bitPattern: HostTime.now() &- target))
+                alHeard = sinceTarget + (alVoice.outputLatency - Double(played) / alFormat.sampleRate) * 1e9
             }
             usleep(100)
         }
@@ -73,7 +76,7 @@ enum AcousticCheck {
         recorder.terminate()
         kill(recorder.processIdentifier, SIGKILL)
         recorder.waitUntilExit()
-        let queueHeard = queueVoice.firstFrameHostTime.map(Double.init)
+        let queueHeard = queueVoice.firstFrameHostTime.map { Double(Int64(bitPattern: $0 &- target)) }
         queueVoice.dispose()
         queueBed.dispose()
         alVoice.dispose()

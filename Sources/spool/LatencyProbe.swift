@@ -90,8 +90,9 @@ final class QueueLatencyProbe: LatencyProbe {
         var random = SplitMix(seed: 7)
         var latencies: [Double] = []
         let period = Double(device.periodFrames) / device.format.sampleRate
-        // Let the device settle (a sound server may not pull from a new stream at once).
-        Thread.sleep(forTimeInterval: 0.2)
+        // Let the device settle: a sound server's idle null sink may not pull from a new
+        // stream for a second or more, and reports no timing until it does.
+        Thread.sleep(forTimeInterval: device is NullDevice ? 0.2 : 3)
         for _ in 0..<count {
             for buffer in buffers { try queue.enqueue(buffer) }
             // A random phase against the device's period, as a program's start call would land.

@@ -77,7 +77,9 @@ final class OpenALLatencyProbe: LatencyProbe {
         var latencies: [Double] = []
         let rate = backend.device.format.sampleRate
         let period = Double(backend.device.updateFrames) / rate
-        Thread.sleep(forTimeInterval: 0.2)
+        // A sound server reports no latency until its timing arrives (about 2 s after an idle
+        // null sink sees a new stream): play silence through that before measuring.
+        if case .null = backend.device.kind { Thread.sleep(forTimeInterval: 0.2) } else { try warmUp(seconds: 3) }
         for _ in 0..<count {
             for _ in 0..<bufferCount { try voice.enqueue(buffer) }
             Thread.sleep(forTimeInterval: period * random.nextUnit())
@@ -100,6 +102,18 @@ final class OpenALLatencyProbe: LatencyProbe {
             while voice.isPlaying && HostTime.now() < quiet { usleep(200) }
         }
         return latencies
+    }
+
+    private func warmUp(seconds: Double) throws {
+        let silence = try PCMBuffer(format: buffer.format, samples: [Float](repeating: 0, count: 4096 * 2))
+        let bed = try backend.makeVoice(format: buffer.format, priority: 1)
+        bed.setBufferConsumedHandler { _ in try? bed.enqueue(silence) }
+        for _ in 0..<3 { try bed.enqueue(silence) }
+        try bed.start()
+        Thread.sleep(forTimeInterval: seconds)
+        bed.setBufferConsumedHandler(nil)
+        try bed.stop(immediately: true)
+        bed.dispose()
     }
 
     func measureSteady(seconds: Double) throws -> (latencies: [Double], turnarounds: [Double], underruns: Int, xruns: Int) {
