@@ -41,6 +41,10 @@ let package = Package(
         .target(name: "Spool", dependencies: ["SpoolCore", "SpoolDecoding", "SpoolBufferQueue", "SpoolOpenAL"]),
         .executableTarget(name: "spool", dependencies: ["Spool"]),
 
+        // MARK: - Examples
+
+        .executableTarget(name: "CompareLatency", dependencies: ["Spool"], path: "Examples/CompareLatency"),
+
         // MARK: - Tests
 
         .testTarget(name: "SpoolCoreTests", dependencies: ["SpoolCore"]),

@@ -82,6 +82,10 @@ public final class OpenALDevice: Sendable {
     let rendersBySpool: Bool
     /// Loopback: rendered by the program's `render` calls, not in real time.
     var rendersOnDemand: Bool { if case .loopback = kind { true } else { false } }
+
+    /// The device buffer OpenAL Soft asked the driver for, in seconds: update size × periods
+    /// (3, OpenAL Soft's default, when unknown).
+    var requestedBufferSeconds: Double { Double(updateFrames * (periodCount ?? 3)) / format.sampleRate }
     /// How long after a gain change OpenAL Soft has surely mixed it in: one period for a
     /// loopback device rendered between control calls, two mixer updates otherwise.
     let settleNanoseconds: Int64

@@ -311,8 +311,16 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
                 return values[1]
             }
         }) ?? 0
-        guard let clock = device.clock else { return openAL }
-        return openAL + Double(clock.queuedFrames(now: HostTime.now())) / device.format.sampleRate
+        if let clock = device.clock {
+            return openAL + Double(clock.queuedFrames(now: HostTime.now())) / device.format.sampleRate
+        }
+        if openAL == 0, !device.rendersOnDemand {
+            // A sound server reports no latency until its first timing update arrives (about
+            // 2 s after a stream opens on an idle PulseAudio sink); until then the device
+            // buffer OpenAL Soft asked for is the best estimate.
+            return device.requestedBufferSeconds
+        }
+        return openAL
     }
 
     // MARK: Parameters

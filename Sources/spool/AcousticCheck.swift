@@ -49,6 +49,9 @@ enum AcousticCheck {
         for _ in 0..<3 { try alBed.enqueue(alSilence) }
         try alBed.start()
         Thread.sleep(forTimeInterval: 3)
+        // Until the server's timing has arrived, OpenAL reports no latency at all.
+        let timing = HostTime.now() + HostTime.nanoseconds(5)
+        while openAL.device.deviceLatency == 0 && HostTime.now() < timing { Thread.sleep(forTimeInterval: 0.05) }
 
         // The clicks: 10 ms of full-scale 2 kHz, left channel from the queue, right from OpenAL.
         let queueClick = try PCMBuffer(format: format, samples: click(rate: rate, channel: 0))
@@ -96,7 +99,7 @@ enum AcousticCheck {
         let period = max(Double(alsa.periodFrames) / rate, Double(openAL.device.updateFrames) / alFormat.sampleRate) * 1000
         let tolerance = period + 2
         return Result(queueDevice: "\(alsa.name) \(alsa.periodFrames)×\(alsa.periodCount)",
-                      openALDevice: "\(openAL.device.name) \(openAL.device.updateFrames)×\(openAL.device.periodCount ?? 0)",
+                      openALDevice: "openal:\(openAL.device.name) \(openAL.device.updateFrames)\(openAL.device.periodCount.map { "×\($0)" } ?? "-frame updates")",
                       measuredOffsetMs: measured, predictedOffsetMs: predicted,
                       differenceMs: measured - predicted, toleranceMs: tolerance, agrees: abs(measured - predicted) <= tolerance)
     }

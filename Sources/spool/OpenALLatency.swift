@@ -111,6 +111,9 @@ final class OpenALLatencyProbe: LatencyProbe {
         for _ in 0..<3 { try bed.enqueue(silence) }
         try bed.start()
         Thread.sleep(forTimeInterval: seconds)
+        // And until the server's timing has arrived (OpenAL then reports a real latency).
+        let deadline = HostTime.now() + HostTime.nanoseconds(5)
+        while backend.device.deviceLatency == 0 && HostTime.now() < deadline { Thread.sleep(forTimeInterval: 0.05) }
         bed.setBufferConsumedHandler(nil)
         try bed.stop(immediately: true)
         bed.dispose()
