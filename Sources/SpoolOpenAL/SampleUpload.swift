@@ -60,22 +60,17 @@ struct SampleUpload {
         try OpenALStatus.al().check("alBufferData for \(buffer.frameCount) frames of \(buffer.format)")
     }
 
-    /// Folds `channels` (WAV order: L R C LFE BL BR SL SR) down to stereo.
+    /// Folds `channels` (WAV order) down to stereo with the coefficients the buffer queue's
+    /// mixer uses (`ChannelMatrix`), so both back-ends render the same thing.
     private static func foldDown(_ samples: UnsafeBufferPointer<Float>, channels q: Int, frames: Int,
                                  into out: UnsafeMutableBufferPointer<Float>) {
-        let minus3dB: Float = 0.707_106_77
-        var left: [(Int, Float)] = [(0, 1), (2, minus3dB)]
-        var right: [(Int, Float)] = [(1, 1), (2, minus3dB)]
-        if q >= 5 { left.append((4, minus3dB)); right.append((5, minus3dB)) }
-        if q >= 7 { left.append((6, minus3dB)); right.append((7, minus3dB)) }
-        let norm = 1 / left.reduce(0) { $0 + ($1.0 < q ? $1.1 : 0) }
-        left = left.filter { $0.0 < q }.map { ($0.0, $0.1 * norm) }
-        right = right.filter { $0.0 < q }.map { ($0.0, $0.1 * norm) }
+        let gains = ChannelMatrix.entries(from: q, to: 2)
+        let left = gains.filter { $0.output == 0 }, right = gains.filter { $0.output == 1 }
         for i in 0..<frames {
             let frame = i * q
             var l: Float = 0, r: Float = 0
-            for (channel, gain) in left { l += gain * samples[frame + channel] }
-            for (channel, gain) in right { r += gain * samples[frame + channel] }
+            for entry in left { l += entry.gain * samples[frame + entry.input] }
+            for entry in right { r += entry.gain * samples[frame + entry.input] }
             out[2 * i] = l
             out[2 * i + 1] = r
         }
