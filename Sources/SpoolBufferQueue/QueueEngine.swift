@@ -134,7 +134,9 @@ final class SlotTable: @unchecked Sendable {
     // Sendable: `entries` is written only under `lock`, and a slot is published to the
     // render thread by the release store of its `active` flag after it is written.
     private let entries: UnsafeMutablePointer<Unmanaged<QueueSlot>?>
-    private let active: [AtomicFlag]
+    /// One flag per entry, side by side: the render thread reads them all every period, and
+    /// flags held in objects (an array of classes) would cost a retain and a release each.
+    private let active: UnsafeMutablePointer<Atomic<Bool>>
     private let lock = Mutex<Set<Int>>([])
     let capacity: Int
 
@@ -142,12 +144,15 @@ final class SlotTable: @unchecked Sendable {
         self.capacity = capacity
         entries = .allocate(capacity: capacity)
         entries.initialize(repeating: nil, count: capacity)
-        active = (0..<capacity).map { _ in AtomicFlag() }
+        active = .allocate(capacity: capacity)
+        for i in 0..<capacity { (active + i).initialize(to: Atomic(false)) }
     }
 
     deinit {
         for i in 0..<capacity { entries[i]?.release() }
         entries.deallocate()
+        active.deinitialize(count: capacity)
+        active.deallocate()
     }
 
     func claim(_ slot: QueueSlot) throws -> Int {
@@ -158,7 +163,7 @@ final class SlotTable: @unchecked Sendable {
             used.insert(index)
             entries[index]?.release()
             entries[index] = Unmanaged.passRetained(slot)
-            active[index].value.store(true, ordering: .releasing)
+            active[index].store(true, ordering: .releasing)
             return index
         }
     }
@@ -167,15 +172,17 @@ final class SlotTable: @unchecked Sendable {
     /// the table goes), so a render pass that already read the entry stays safe.
     func release(_ index: Int) {
         lock.withLock { used in
-            active[index].value.store(false, ordering: .releasing)
+            active[index].store(false, ordering: .releasing)
             used.remove(index)
         }
     }
 
     /// Render side: visits each active slot without retaining or releasing it.
     func forEachActive(_ body: (QueueSlot) -> Void) {
-        for i in 0..<capacity where active[i].value.load(ordering: .acquiring) {
-            if let slot = entries[i] { body(slot.takeUnretainedValue()) }
+        for i in 0..<capacity where active[i].load(ordering: .acquiring) {
+            // The table keeps the slot alive past this pass (see `release`), which lets the
+            // call skip the retain and release that `takeUnretainedValue()` would cost.
+            entries[i]?._withUnsafeGuaranteedRef(body)
         }
     }
 }

@@ -25,7 +25,7 @@ enum QueueRunState: Int {
 
 /// One queue's half that lives with the engine: the rings and descriptors that cross to
 /// the render thread, and the render thread's own state for the queue (position, ramps,
-/// rate converter, scratch memory). Everything is allocated when the slot is made; `mix`
+/// rate conversion, scratch memory). Everything is allocated when the slot is made; `mix`
 /// allocates nothing.
 final class QueueSlot: @unchecked Sendable {
     // Sendable: fields under "render side" are touched only by whichever thread renders
@@ -97,14 +97,13 @@ final class QueueSlot: @unchecked Sendable {
     private var fadeDirection = 0
     private var fadeFramesLeft = 0
     private var pendingStart: UInt64 = 0
-    private var converter: (any RateConverter)?
-    private var converterInput: UnsafeMutablePointer<Float>
-    private var converterInputFrames = 0
-    private var converterInputOffset = 0
-    private var converterEnded = false
-    private var requestedRatio: Double = 0
+    /// Rate conversion and varispeed; a pass-through while the rates match at a playback rate of 1.
+    private let resampler: QueueResampler
+    /// The host time, queue sample time and playback rate of this period's first frame: what
+    /// puts a frame read ahead of the output on the device's clock.
     private var periodHostTime: UInt64 = 0
-    private let converterChunk = 256
+    private var periodHeardTime: Double = 0
+    private var periodPlaybackRate: Double = 1
     private let scratch: UnsafeMutablePointer<Float>
     private let matrix: UnsafeMutablePointer<Float>
     private let declickFrames: Int
@@ -119,27 +118,29 @@ final class QueueSlot: @unchecked Sendable {
         completedAt.initialize(repeating: 0, count: Self.maximumBuffers)
         let q = format.channelCount, c = deviceFormat.channelCount
         scratch = .allocate(capacity: maximumFrames * q)
-        converterInput = .allocate(capacity: converterChunk * q)
         matrix = .allocate(capacity: q * c)
         matrix.initialize(repeating: 0, count: q * c)
         ChannelMatrix.fill(matrix, from: q, to: c)
         declickFrames = max(1, Int(deviceFormat.sampleRate * Self.declickSeconds))
         peakBits = (0..<q).map { _ in AtomicCell(Float(-120).bitPattern) }
         averageBits = (0..<q).map { _ in AtomicCell(Float(-120).bitPattern) }
-        // Converters are made once, here; a playback rate of 1 at equal rates bypasses them.
-        requestedRatio = deviceFormat.sampleRate / format.sampleRate
-        converter = try makeRateConverter(channelCount: q, ratio: requestedRatio)
+        _ = Self.mixingLoopsReady
+        // Converters are made (and libsoxr warmed up) once, here.
+        resampler = try QueueResampler(
+            channelCount: q, sourceRate: format.sampleRate, ratio: deviceFormat.sampleRate / format.sampleRate,
+            maximumFrames: maximumFrames, declickFrames: declickFrames)
     }
 
     deinit {
         descriptors.deallocate()
         completedAt.deallocate()
         scratch.deallocate()
-        converterInput.deallocate()
         matrix.deallocate()
     }
 
     var state: QueueRunState { QueueRunState(rawValue: runState.load(ordering: .acquiring)) ?? .stopped }
+
+    private var playbackRate: Float { Float(bitPattern: rateBits.load(ordering: .relaxed)) }
 
     // MARK: Commands (render side)
 
@@ -159,6 +160,7 @@ final class QueueSlot: @unchecked Sendable {
                     playedSinceStart = false
                     inUnderrun = false
                     framesPlayed.store(0, ordering: .relaxed)
+                    resampler.restart(timeline: 0, playbackRate: playbackRate)
                 }
                 pendingStart = startHostTime.load(ordering: .acquiring)
                 // Resuming mid-waveform fades in; a fresh start plays its first frame as is.
@@ -187,9 +189,8 @@ final class QueueSlot: @unchecked Sendable {
                 }
             case .reset:
                 returned = returnAllBuffers() || returned
-                converter?.reset()
-                converterInputFrames = 0
-                converterEnded = false
+                // What the converters hold goes too: the next buffer starts afresh, now.
+                resampler.restart(timeline: timeline, playbackRate: playbackRate)
             }
             commandsDone.add(1, ordering: .releasing)
         }
@@ -247,24 +248,29 @@ final class QueueSlot: @unchecked Sendable {
             count = fadeDirection < 0 ? min(count, fadeFramesLeft) : 0
         }
         let hostAtFirst = timestamp.hostTime &+ UInt64(Double(offset) / rate * 1e9)
+        let playbackRate = self.playbackRate
         periodHostTime = hostAtFirst
-        published.publish(sampleTime: timeline, hostTime: hostAtFirst)
+        periodHeardTime = resampler.heardTime
+        periodPlaybackRate = Double(playbackRate)
+        published.publish(sampleTime: periodHeardTime, hostTime: hostAtFirst)
 
-        let playbackRate = Float(bitPattern: rateBits.load(ordering: .relaxed))
+        let target = output + offset * deviceFormat.channelCount
+        let metering = meteringEnabled.load(ordering: .relaxed)
         let produced: Int
-        var finished = false
-        if format.sampleRate == rate && playbackRate == 1 && converterInputFrames == 0 {
-            produced = readSource(into: scratch, frames: count, due: &due)
+        if !metering && resampler.canReadInPlace(playbackRate: playbackRate) {
+            updateParameters()
+            produced = mixInPlace(into: target, frames: count, due: &due)
         } else {
-            produced = convert(into: scratch, frames: count, playbackRate: Double(playbackRate), due: &due)
+            produced = resampler.render(into: scratch, frames: count, playbackRate: playbackRate) { destination, frames in
+                readSource(into: destination, frames: frames, due: &due)
+            }
+            updateParameters()
+            if metering { meter(frames: produced) }
+            accumulate(from: scratch, into: target, frames: produced)
         }
-        if produced < count {
-            // Drained: what remains of the period is silence and the queue stops.
-            finished = s == .draining
-        }
-        updateParameters()
-        if meteringEnabled.load(ordering: .relaxed) { meter(frames: produced) }
-        accumulate(into: output + offset * deviceFormat.channelCount, frames: produced)
+        // Fewer frames only when a draining queue has played its last: what remains of the
+        // period is silence and the queue stops.
+        let finished = produced < count && s == .draining
 
         let fadeState = state
         if fadeDirection == 0, fadeState == .pausing || fadeState == .stopping {
@@ -280,14 +286,40 @@ final class QueueSlot: @unchecked Sendable {
             setState(.stopped)
             due = true
         }
-        renderedTimeline.store(timeline.bitPattern, ordering: .releasing)
+        renderedTimeline.store(resampler.heardTime.bitPattern, ordering: .releasing)
         return due
     }
 
-    /// Reads `frames` source frames into `destination`: queued audio, silence where a buffer is
-    /// scheduled later, silence (and an underrun) when the queue ran dry while playing.
-    /// Returns fewer only when draining and the queue is empty.
+    /// Adds `frames` source frames into `output` straight from the queued buffers, with no
+    /// copy: the path of a queue at the device's rate and a playback rate of 1. Returns fewer
+    /// only when draining and the queue is empty.
+    private func mixInPlace(into output: UnsafeMutablePointer<Float>, frames: Int, due: inout Bool) -> Int {
+        let c = deviceFormat.channelCount
+        var written = 0
+        return readSource(frames: frames, due: &due) { segment, n in
+            accumulate(from: segment, into: output + written * c, frames: n)
+            resampler.recordHistory(segment, frames: n)
+            written += n
+        }
+    }
+
+    /// Copies the next `frames` source frames to `destination`, as `readSource(frames:due:visit:)`
+    /// reads them.
     private func readSource(into destination: UnsafeMutablePointer<Float>, frames: Int, due: inout Bool) -> Int {
+        let q = format.channelCount
+        var done = 0
+        return readSource(frames: frames, due: &due) { segment, n in
+            let target = destination + done * q
+            if let segment { target.update(from: segment, count: n * q) } else { target.update(repeating: 0, count: n * q) }
+            done += n
+        }
+    }
+
+    /// Reads the next `frames` source frames and hands them to `visit` in order, as runs of
+    /// queued audio (read in place) or of silence (`nil`): silence where a buffer is scheduled
+    /// later, and silence (and an underrun) when the queue ran dry while playing. Returns fewer
+    /// only when draining and the queue is empty.
+    private func readSource(frames: Int, due: inout Bool, visit: (UnsafePointer<Float>?, Int) -> Void) -> Int {
         let q = format.channelCount
         var done = 0
         while done < frames {
@@ -299,7 +331,7 @@ final class QueueSlot: @unchecked Sendable {
                         underruns.add(1, ordering: .relaxed)
                         discontinuity.store(true, ordering: .relaxed)
                     }
-                    (destination + done * q).update(repeating: 0, count: (frames - done) * q)
+                    visit(nil, frames - done)
                     timeline += Double(frames - done)
                     return frames
                 }
@@ -310,18 +342,18 @@ final class QueueSlot: @unchecked Sendable {
             let d = descriptors[Int(current)]
             if positionInBuffer == 0, d.scheduledStart > timeline {
                 let gap = min(frames - done, Int((d.scheduledStart - timeline).rounded(.up)))
-                (destination + done * q).update(repeating: 0, count: gap * q)
+                visit(nil, gap)
                 done += gap
                 timeline += Double(gap)
                 continue
             }
             let n = min(d.frames - positionInBuffer, frames - done)
-            if n > 0, let address = d.address {
-                (destination + done * q).update(from: address + (d.firstFrame + positionInBuffer) * q, count: n * q)
-                if !playedSinceStart {
-                    // Source frames to device time: exact without conversion, to the frame with it.
-                    let seconds = Double(done) / format.sampleRate
-                    firstFrameHostTime.store(periodHostTime &+ UInt64(seconds * 1e9), ordering: .releasing)
+            if n > 0 {
+                if let address = d.address {
+                    if !playedSinceStart { firstFrameHostTime.store(hostTime(ofSourceTime: timeline), ordering: .releasing) }
+                    visit(address + (d.firstFrame + positionInBuffer) * q, n)
+                } else {
+                    visit(nil, n)
                 }
             }
             positionInBuffer += n
@@ -340,43 +372,11 @@ final class QueueSlot: @unchecked Sendable {
         return done
     }
 
-    /// Produces `frames` device-rate frames through the rate converter.
-    private func convert(into destination: UnsafeMutablePointer<Float>, frames: Int, playbackRate: Double, due: inout Bool) -> Int {
-        guard let converter else { return readSource(into: destination, frames: frames, due: &due) }
-        let q = format.channelCount
-        let ratio = deviceFormat.sampleRate / format.sampleRate / playbackRate
-        if ratio != requestedRatio {
-            requestedRatio = ratio
-            converter.setRatio(ratio)
-        }
-        var written = 0
-        var stalls = 0
-        while written < frames {
-            if converterInputFrames == 0, !converterEnded {
-                let got = readSource(into: converterInput, frames: converterChunk, due: &due)
-                converterInputFrames = got
-                converterInputOffset = 0
-                if got < converterChunk { converterEnded = state == .draining }
-            }
-            let result = converter.process(
-                input: converterEnded && converterInputFrames == 0 ? nil : UnsafePointer(converterInput + converterInputOffset * q),
-                inputFrames: converterInputFrames,
-                output: destination + written * q, outputCapacity: frames - written)
-            converterInputOffset += result.inputUsed
-            converterInputFrames -= result.inputUsed
-            written += result.outputWritten
-            if result.outputWritten == 0 && result.inputUsed == 0 {
-                stalls += 1
-                if converterEnded || stalls > 2 { break }
-            }
-        }
-        if written < frames && converterEnded {
-            converterEnded = false
-            converter.reset()
-            return written
-        }
-        if written < frames { (destination + written * q).update(repeating: 0, count: (frames - written) * q) }
-        return frames
+    /// When the source frame at queue sample time `time` is heard: exact without conversion,
+    /// to the frame with it (the converters read ahead of what they play).
+    private func hostTime(ofSourceTime time: Double) -> UInt64 {
+        let seconds = max(0, time - periodHeardTime) / format.sampleRate / periodPlaybackRate
+        return periodHostTime &+ UInt64(seconds * 1e9)
     }
 
     /// Picks up volume and pan changes and turns them into ramps.
@@ -401,21 +401,30 @@ final class QueueSlot: @unchecked Sendable {
         }
     }
 
-    /// Applies gain, fade and pan, maps channels, and adds into the device buffer.
-    private func accumulate(into output: UnsafeMutablePointer<Float>, frames: Int) {
+    /// Applies gain, fade and pan, maps channels, and adds `frames` frames of `source` into
+    /// the device buffer; `nil` is silence (only the ramps move on).
+    private func accumulate(from source: UnsafePointer<Float>?, into output: UnsafeMutablePointer<Float>, frames: Int) {
         let q = format.channelCount, c = deviceFormat.channelCount
         let steady = gainStepsLeft == 0 && panStepsLeft == 0 && fadeDirection == 0
-        if steady && q == 2 && c == 2 {
-            let l = gain * fade * panLeft, r = gain * fade * panRight
-            if l == 1 && r == 1 {
-                for i in 0..<(frames * 2) { output[i] += scratch[i] }
-            } else {
-                for i in 0..<frames {
-                    output[2 * i] += l * scratch[2 * i]
-                    output[2 * i + 1] += r * scratch[2 * i + 1]
+        if steady {
+            guard let source else { return }
+            if q == 2 && c == 2 {
+                let l = gain * fade * panLeft, r = gain * fade * panRight
+                if l == 1 && r == 1 {
+                    for i in 0..<(frames * 2) { output[i] += source[i] }
+                } else {
+                    Self.addStereo(source, into: output, frames: frames, left: l, right: r)
                 }
+                return
             }
-            return
+            if q == 1 && c == 2 {
+                let l = gain * fade * panLeft * matrix[0], r = gain * fade * panRight * matrix[1]
+                for i in 0..<frames {
+                    output[2 * i] += l * source[i]
+                    output[2 * i + 1] += r * source[i]
+                }
+                return
+            }
         }
         for i in 0..<frames {
             if gainStepsLeft > 0 {
@@ -434,17 +443,50 @@ final class QueueSlot: @unchecked Sendable {
                 fade = fadeDirection > 0 ? done : 1 - done
                 if fadeFramesLeft == 0 { fadeDirection = 0 }
             }
+            guard let source else { continue }
             let g = gain * fade
-            let source = scratch + i * q
+            let frame = source + i * q
             let target = output + i * c
             for oc in 0..<c {
                 var sum: Float = 0
-                for ic in 0..<q { sum += matrix[oc * q + ic] * source[ic] }
+                for ic in 0..<q { sum += matrix[oc * q + ic] * frame[ic] }
                 let side: Float = oc == 0 ? panLeft : oc == 1 ? panRight : 1
                 target[oc] += g * side * sum
             }
         }
     }
+
+    /// Adds `left ×` and `right ×` the channels of `frames` stereo frames into `output`, four
+    /// frames at a time with the gains interleaved as the samples are: no shuffles, and the
+    /// same products and sums as one sample at a time.
+    private static func addStereo(
+        _ source: UnsafePointer<Float>, into output: UnsafeMutablePointer<Float>, frames: Int, left: Float, right: Float
+    ) {
+        let gains = SIMD8<Float>(left, right, left, right, left, right, left, right)
+        let from = UnsafeRawPointer(source), to = UnsafeMutableRawPointer(output)
+        let stride = MemoryLayout<SIMD8<Float>>.size
+        for block in 0..<(frames / 4) {
+            let offset = block * stride
+            let sum = to.loadUnaligned(fromByteOffset: offset, as: SIMD8<Float>.self)
+                + gains * from.loadUnaligned(fromByteOffset: offset, as: SIMD8<Float>.self)
+            to.storeBytes(of: sum, toByteOffset: offset, as: SIMD8<Float>.self)
+        }
+        for i in (frames / 4 * 4)..<frames {
+            output[2 * i] += left * source[2 * i]
+            output[2 * i + 1] += right * source[2 * i + 1]
+        }
+    }
+
+    /// Runs the mixing loops once on silence, so that what the Swift runtime sets up on first
+    /// use (generic metadata for `SIMD8<Float>`, in unoptimised builds) is not left for the
+    /// render thread.
+    private static let mixingLoopsReady: Bool = {
+        let samples = UnsafeMutablePointer<Float>.allocate(capacity: 16)
+        samples.initialize(repeating: 0, count: 16)
+        addStereo(samples, into: samples + 8, frames: 4, left: 0.5, right: 0.5)
+        samples.deallocate()
+        return true
+    }()
 
     private func panGains(_ pan: Float) -> (left: Float, right: Float) {
         guard deviceFormat.channelCount == 2 else { return (1, 1) }
@@ -477,6 +519,579 @@ final class QueueSlot: @unchecked Sendable {
     }
 }
 
+// MARK: - Rate conversion and varispeed (render side)
+
+/// Plays one queue's source frames at the device rate, on the render thread.
+///
+/// Two lanes, both time-aligned on one count of the source frames (`SourceRing` indices):
+/// - at a playback rate of 1 the fixed-ratio lane plays: libsoxr HQ (`SoxrStream`, ~95 dB,
+///   about 13 times as fast as the sinc converter), or the source frames themselves when the
+///   queue's rate is the device's;
+/// - at any other rate the varispeed lane plays: libsamplerate's medium sinc converter, which
+///   glides between ratios.
+///
+/// libsoxr reads ahead of what it plays by a number of input frames, which at low source rates
+/// is long (180 ms at 8 kHz): a queue must hold that much beyond the period being played. Where
+/// its default DFT blocks would read more than `maximumReadAheadSeconds` ahead, it uses short
+/// ones (16 to 24 kHz sources); where even those would (8 and 11 kHz), the sinc converter
+/// plays the fixed ratio too, as it does varispeed.
+///
+/// A change of lane crossfades over 5 ms between two outputs that sound the same source
+/// instants, so nothing clicks and the position stays exact. Into varispeed, the sinc converter
+/// is restarted on the source history so that its next output sounds the fixed lane's next
+/// instant. Back out, it first glides to the fixed ratio, then trims its position over 10 ms
+/// (a pitch change of at most 0.1 %, about 2 cents; ~0.001 % at 44.1 → 48 kHz) onto an instant
+/// the fixed lane can produce, and libsoxr is fed from the input frame that puts one of its
+/// outputs exactly there. libsoxr is never cleared (that allocates): the unwanted outputs
+/// are skipped.
+final class QueueResampler {
+    /// Reads the queue's next source frames: fills `frames` frames at the pointer and returns
+    /// how many, fewer only when a draining queue has ended.
+    typealias SourceReader = (UnsafeMutablePointer<Float>, Int) -> Int
+
+    enum Mode: Equatable {
+        /// The fixed-ratio lane plays.
+        case fixed
+        /// The sinc converter plays, at the playback rate.
+        case varispeed
+        /// Crossfading from the fixed lane into the sinc converter; frames left.
+        case toVarispeed(left: Int)
+        /// The sinc converter trims its position onto the fixed lane's next instant; frames left.
+        case trimming(left: Int)
+        /// Crossfading from the sinc converter into the fixed lane; frames left.
+        case toFixed(left: Int)
+    }
+
+    /// The most libsoxr may read ahead of what it plays, in seconds of source: 30 ms, a little
+    /// under what the sinc converter read ahead at 8 kHz before libsoxr played fixed ratios
+    /// (its 48-frame filter plus a 256-frame chunk); 44.1 → 48 kHz reads 26 ms ahead.
+    static let maximumReadAheadSeconds = 0.03
+
+    let channelCount: Int
+    /// Device frames per source frame at a playback rate of 1.
+    let ratio: Double
+    private(set) var mode = Mode.fixed
+
+    private let soxr: SoxrStream?
+    /// Whether a fixed-ratio lane plays at a playback rate of 1: the source itself or libsoxr.
+    private let hasFixedLane: Bool
+    private let varispeed: StreamingRateConverter<SampleRateEngine>
+    private var ring: SourceRing
+    /// Frames kept behind the sounding instant: enough to restart either lane there.
+    private let historyFrames: Int
+    /// Output frames per lane call, which bounds the input a call needs.
+    private let blockFrames: Int
+    private let declickFrames: Int
+    /// 10 ms at 48 kHz: long enough that the largest trim (half a frame) is a 0.1 % pitch change.
+    private let trimFrames: Int
+    /// Input frames a libsoxr restart may search back for an output that lands exactly: a
+    /// rational ratio p/q (in lowest terms) lands exactly within q input frames, and q ≤ 441
+    /// for every pair of the usual rates (8 to 192 kHz); other ratios land within a hair.
+    private static let searchFrames = 512.0
+    private let blend: UnsafeMutablePointer<Float>
+
+    /// Ring index where a draining source ended; `Int.max` while it has not.
+    private var sourceEnd = Int.max
+    /// Ring index of queue sample time 0.
+    private var timelineOrigin = 0.0
+
+    // The fixed lane: the source itself (`soxr == nil`) …
+    private var identityPosition = 0
+    // … or libsoxr, whose output `k` sounds ring instant `k × inputFramesPerOutput + fixedOrigin`.
+    private var fixedOrigin = 0.0
+    private var fixedFeedPosition = 0
+    private var fixedSkipUntil = 0
+
+    // The varispeed lane.
+    private var varispeedFeedPosition = 0
+    private var varispeedTarget: Double
+    /// Set by `restart` at a playback rate other than 1: the instant the sinc converter is to
+    /// start at, on the first render (which may read the source).
+    private var pendingVarispeedStart: Double?
+    /// Where the fixed lane will take over after a trim.
+    private var landing = Landing(instant: 0, outputIndex: 0, feedPosition: 0)
+
+    private struct Landing {
+        var instant: Double
+        var outputIndex: Int
+        var feedPosition: Int
+    }
+
+    /// Makes both lanes and warms libsoxr up.
+    /// - Parameters:
+    ///   - channelCount: Interleaved channels, 1…8.
+    ///   - sourceRate: The queue's sample rate.
+    ///   - ratio: Device frames per source frame, within `RateConverterKind.supportedRatios`.
+    ///   - maximumFrames: The most frames one `render` call asks for.
+    ///   - declickFrames: Length of a lane crossfade.
+    /// - Throws: A rate-converter error.
+    init(channelCount: Int, sourceRate: Double, ratio: Double, maximumFrames: Int, declickFrames: Int) throws {
+        self.channelCount = channelCount
+        self.ratio = ratio
+        var soxr: SoxrStream?
+        if ratio != 1 {
+            // The default DFT blocks where their look-ahead fits, else short ones, else none.
+            let readAheadLimit = Int(sourceRate * Self.maximumReadAheadSeconds)
+            for smallBlocks in [false, true] {
+                let stream = try SoxrStream(channelCount: channelCount, ratio: ratio, smallBlocks: smallBlocks)
+                if stream.lookaheadFrames <= readAheadLimit {
+                    soxr = stream
+                    break
+                }
+            }
+        }
+        self.soxr = soxr
+        hasFixedLane = ratio == 1 || soxr != nil
+        varispeed = try makeSampleRateConverter(.sincMedium, channelCount: channelCount, ratio: ratio)
+        varispeedTarget = ratio
+        self.declickFrames = declickFrames
+        trimFrames = 2 * declickFrames
+        blockFrames = min(maximumFrames, 1024)
+        blend = .allocate(capacity: blockFrames * channelCount)
+
+        // The sinc converter's widest reach: at the smallest ratio, a playback rate of 2.
+        let slowest = max(ratio / 2, RateConverterKind.supportedRatios.lowerBound)
+        let sincReach = Int(varispeed.filterReachFrames(atRatio: slowest).rounded(.up)) + 2
+        var history = sincReach
+        var fixedNeed = blockFrames
+        if let soxr {
+            history = max(history, soxr.reachFrames + Int(Self.searchFrames) + 2)
+            fixedNeed = Int(Double(blockFrames) * soxr.inputFramesPerOutput) + soxr.lookaheadFrames + soxr.chunkFrames
+        }
+        historyFrames = history + 16
+        let varispeedNeed = Int(Double(blockFrames) / slowest) + sincReach + 64
+        // Slack beyond what must be held, so that sliding the window back is rare.
+        let held = historyFrames + max(fixedNeed, varispeedNeed)
+        ring = SourceRing(channelCount: channelCount, capacity: held + max(4096, held))
+        restart(timeline: 0, playbackRate: 1)
+    }
+
+    deinit {
+        blend.deallocate()
+        ring.deallocate()
+    }
+
+    /// The queue sample time sounding in the next output frame.
+    var heardTime: Double { outputInstant - timelineOrigin }
+
+    /// Whether the next frames can be read straight from the queued buffers: source and device
+    /// rates match, the playback rate is 1, and nothing has been read ahead.
+    func canReadInPlace(playbackRate: Float) -> Bool {
+        ratio == 1 && mode == .fixed && playbackRate == 1 && identityPosition == ring.end && sourceEnd == Int.max
+    }
+
+    /// Takes note of `frames` source frames played in place (`nil`: silence): the history a
+    /// switch into varispeed starts from.
+    func recordHistory(_ frames: UnsafePointer<Float>?, frames count: Int) {
+        identityPosition += count
+        // Only the history, at a playback rate of 1; during a crossfade also what the sinc
+        // converter has yet to read.
+        ring.append(frames, count: count, keepingFrom: keepIndex)
+    }
+
+    /// Starts the source over at queue sample time `timeline`, with silence before it: at a
+    /// fresh start and after a reset. Reads nothing; real-time safe.
+    func restart(timeline: Double, playbackRate: Float) {
+        let start = ring.end + historyFrames
+        ring.clear(at: ring.end)
+        ring.append(nil, count: historyFrames, keepingFrom: ring.end)
+        sourceEnd = Int.max
+        timelineOrigin = Double(start) - timeline
+        identityPosition = start
+        pendingVarispeedStart = nil
+        if playbackRate == 1 && hasFixedLane {
+            mode = .fixed
+            commitFixed(fixedLanding(near: Double(start), searchFrames: Self.searchFrames))
+        } else {
+            mode = .varispeed
+            pendingVarispeedStart = Double(start)
+        }
+    }
+
+    /// Writes `frames` device frames to `destination`.
+    /// - Returns: `frames`, or fewer once a draining source has ended.
+    func render(
+        into destination: UnsafeMutablePointer<Float>, frames: Int, playbackRate: Float, source: SourceReader
+    ) -> Int {
+        let rate = Double(playbackRate)
+        let wanted = min(max(ratio / rate, RateConverterKind.supportedRatios.lowerBound),
+                         RateConverterKind.supportedRatios.upperBound)
+        var done = 0
+        while done < frames {
+            let out = destination + done * channelCount
+            let n = min(frames - done, blockFrames)
+            var made = 0
+            switch mode {
+            case .fixed:
+                if rate != 1 {
+                    startVarispeed(at: fixedInstant, ratio: ratio, source: source)
+                    mode = .toVarispeed(left: declickFrames)
+                    continue
+                }
+                made = produceFixed(into: out, frames: n, source: source)
+            case .varispeed:
+                if let start = pendingVarispeedStart {
+                    pendingVarispeedStart = nil
+                    if rate == 1 && hasFixedLane {
+                        mode = .fixed
+                        commitFixed(fixedLanding(near: start, searchFrames: Self.searchFrames))
+                    } else {
+                        startVarispeed(at: start, ratio: wanted, source: source)
+                    }
+                    continue
+                }
+                if wanted != varispeedTarget {
+                    varispeedTarget = wanted
+                    varispeed.setRatio(wanted)
+                }
+                if rate == 1 && hasFixedLane && varispeed.ratio == ratio {
+                    beginTrim()
+                    continue
+                }
+                made = produceVarispeed(into: out, frames: n, source: source)
+            case .trimming(let left):
+                if rate != 1 {
+                    varispeedTarget = wanted
+                    varispeed.setRatio(wanted)
+                    mode = .varispeed
+                    continue
+                }
+                made = produceVarispeed(into: out, frames: min(n, left), source: source)
+                if made == left {
+                    varispeed.jump(to: ratio)
+                    varispeedTarget = ratio
+                    commitFixed(landing)
+                    mode = .toFixed(left: declickFrames)
+                } else {
+                    mode = .trimming(left: left - made)
+                }
+            case .toVarispeed(let left):
+                made = crossfade(into: out, frames: min(n, left), left: left, intoVarispeed: true, source: source)
+                if made == left {
+                    varispeedTarget = wanted
+                    varispeed.setRatio(wanted)
+                    mode = .varispeed
+                } else {
+                    mode = .toVarispeed(left: left - made)
+                }
+            case .toFixed(let left):
+                made = crossfade(into: out, frames: min(n, left), left: left, intoVarispeed: false, source: source)
+                mode = made == left ? .fixed : .toFixed(left: left - made)
+            }
+            if made == 0 { break }
+            done += made
+        }
+        if done < frames && !hasEnded {
+            // A lane stalled (it cannot, short of a bug): silence rather than a stop.
+            (destination + done * channelCount).update(repeating: 0, count: (frames - done) * channelCount)
+            return frames
+        }
+        return done
+    }
+
+    // MARK: Positions
+
+    /// The ring instant sounding in the next output frame.
+    private var outputInstant: Double {
+        switch mode {
+        case .fixed, .toFixed: fixedInstant
+        case .varispeed, .toVarispeed, .trimming: varispeedInstant
+        }
+    }
+
+    private var fixedInstant: Double {
+        guard let soxr else { return Double(identityPosition) }
+        return Double(max(soxr.firstBufferedIndex, fixedSkipUntil)) * soxr.inputFramesPerOutput + fixedOrigin
+    }
+
+    private var varispeedInstant: Double {
+        pendingVarispeedStart ?? Double(varispeedFeedPosition) - varispeed.backlogFrames
+    }
+
+    /// Whether a draining source has ended and everything up to its end has been played.
+    private var hasEnded: Bool { sourceEnd != Int.max && outputInstant >= Double(sourceEnd) - 1e-9 }
+
+    /// Output frames from `instant` at `ratio` until the end of a draining source.
+    private func framesBeforeEnd(from instant: Double, ratio: Double) -> Int {
+        guard sourceEnd != Int.max else { return Int.max }
+        return max(0, Int(((Double(sourceEnd) - instant) * ratio).rounded(.up)))
+    }
+
+    /// Frames older than this may go: the history behind the sounding instant stays.
+    private var keepIndex: Int { Int(outputInstant.rounded(.down)) - historyFrames }
+
+    /// Reads the source into the ring until it holds frames up to `index` (exclusive); silence
+    /// after a draining source's end.
+    @discardableResult
+    private func fill(upTo index: Int, source: SourceReader) -> Bool {
+        while ring.end < index {
+            let room = ring.makeRoom(index - ring.end, keepingFrom: keepIndex)
+            guard room > 0 else { return false }
+            let destination = ring.pointer(at: ring.end)
+            var got = 0
+            if ring.end < sourceEnd {
+                got = source(destination, room)
+                if got < room { sourceEnd = ring.end + got }
+            }
+            if got < room { (destination + got * channelCount).update(repeating: 0, count: (room - got) * channelCount) }
+            ring.didAppend(room)
+        }
+        return true
+    }
+
+    // MARK: The fixed lane
+
+    private func produceFixed(into destination: UnsafeMutablePointer<Float>, frames: Int, source: SourceReader) -> Int {
+        guard let soxr else { return produceIdentity(into: destination, frames: frames, source: source) }
+        var count = 0
+        // Several times the chunks any call needs (its output, libsoxr's look-ahead and a
+        // landing's search): the bound only stops a failing libsoxr from reading the whole queue.
+        let maximumFeeds = 4 * (frames + soxr.lookaheadFrames + Int(Self.searchFrames)) / soxr.chunkFrames + 16
+        var feeds = 0
+        while true {
+            if soxr.firstBufferedIndex < fixedSkipUntil {
+                soxr.consume(min(soxr.bufferedFrames, fixedSkipUntil - soxr.firstBufferedIndex))
+            }
+            count = min(frames, framesBeforeEnd(from: fixedInstant, ratio: ratio))
+            if count == 0 { return 0 }
+            if soxr.firstBufferedIndex >= fixedSkipUntil && soxr.bufferedFrames >= count { break }
+            feeds += 1
+            guard feeds <= maximumFeeds, fill(upTo: fixedFeedPosition + soxr.chunkFrames, source: source) else {
+                destination.update(repeating: 0, count: count * channelCount)
+                return count
+            }
+            soxr.feed(ring.pointer(at: fixedFeedPosition))
+            fixedFeedPosition += soxr.chunkFrames
+        }
+        destination.update(from: soxr.bufferedOutput, count: count * channelCount)
+        soxr.consume(count)
+        return count
+    }
+
+    /// The source frames themselves: what the ring holds ahead first, then straight from the
+    /// source (keeping its history).
+    private func produceIdentity(into destination: UnsafeMutablePointer<Float>, frames: Int, source: SourceReader) -> Int {
+        let ahead = max(0, min(frames, ring.end - identityPosition, sourceEnd - identityPosition))
+        if ahead > 0 {
+            destination.update(from: ring.pointer(at: identityPosition), count: ahead * channelCount)
+            identityPosition += ahead
+        }
+        guard ahead < frames, identityPosition == ring.end, sourceEnd == Int.max else { return ahead }
+        let target = destination + ahead * channelCount
+        let got = source(target, frames - ahead)
+        recordHistory(target, frames: got)
+        if got < frames - ahead { sourceEnd = identityPosition }
+        return ahead + got
+    }
+
+    /// Where libsoxr can next sound an instant near `instant`: its earliest output whose filter
+    /// reads only input fed from now on, among `searchFrames` worth of outputs the one that
+    /// lands closest (exactly, for the rational ratios libsoxr finds: 44.1 → 48 kHz lands on
+    /// every 1/160 of a frame), and the ring frame to feed it from.
+    private func fixedLanding(near instant: Double, searchFrames: Double) -> Landing {
+        guard let soxr else {
+            let index = Int(instant.rounded())
+            return Landing(instant: Double(index), outputIndex: 0, feedPosition: index)
+        }
+        let step = soxr.inputFramesPerOutput
+        let fed = Double(soxr.framesFed)
+        let first = Int(((fed + Double(soxr.reachFrames)) / step).rounded(.up))
+        let candidates = max(1, min(4096, Int(searchFrames / step)))
+        var best = Landing(instant: .infinity, outputIndex: first, feedPosition: 0)
+        for index in first..<(first + candidates) {
+            // Input frames from the next one fed to output `index`'s instant.
+            let offset = Double(index) * step - fed
+            let feed = (instant - offset).rounded()
+            let landed = feed + offset
+            if abs(landed - instant) < abs(best.instant - instant) {
+                best = Landing(instant: landed, outputIndex: index, feedPosition: Int(feed))
+                if abs(landed - instant) < 1e-6 { break }
+            }
+        }
+        return best
+    }
+
+    /// Points the fixed lane at `landing`: its next output sounds `landing.instant`.
+    private func commitFixed(_ landing: Landing) {
+        guard let soxr else {
+            identityPosition = landing.feedPosition
+            return
+        }
+        soxr.dropBuffered()
+        fixedSkipUntil = landing.outputIndex
+        fixedFeedPosition = landing.feedPosition
+        fixedOrigin = Double(landing.feedPosition) - Double(soxr.framesFed)
+    }
+
+    // MARK: The varispeed lane
+
+    /// Restarts the sinc converter so that its next output sounds `instant`, at `ratio`: it
+    /// runs on the history before it at a ratio off by a hair that lands exactly there, and
+    /// that output is dropped.
+    private func startVarispeed(at instant: Double, ratio: Double, source: SourceReader) {
+        let reach = Int(varispeed.filterReachFrames(atRatio: ratio).rounded(.up)) + 2
+        let first = Int(instant.rounded(.down)) - reach
+        let span = instant - Double(first)
+        var left = max(1, Int((span * ratio).rounded(.up)))
+        varispeed.restart(ratio: Double(left) / span)
+        varispeedFeedPosition = first
+        var stalls = 0
+        while left > 0 && stalls < 3 {
+            let made = runVarispeed(into: blend, frames: min(left, blockFrames), ratio: ratio, source: source)
+            left -= made
+            stalls = made == 0 ? stalls + 1 : 0
+        }
+        varispeed.jump(to: ratio)
+        varispeedTarget = ratio
+    }
+
+    private func produceVarispeed(into destination: UnsafeMutablePointer<Float>, frames: Int, source: SourceReader) -> Int {
+        var done = 0, stalls = 0
+        while done < frames && stalls < 3 {
+            let made = runVarispeed(
+                into: destination + done * channelCount, frames: frames - done,
+                ratio: min(varispeed.ratio, varispeedTarget), source: source)
+            if made == 0 && hasEnded { return done }
+            done += made
+            stalls = made == 0 ? stalls + 1 : 0
+        }
+        if done < frames {
+            (destination + done * channelCount).update(repeating: 0, count: (frames - done) * channelCount)
+        }
+        return frames
+    }
+
+    /// One sinc converter call on what the ring holds, after reading the input that `frames`
+    /// frames at `ratio` need (and a little more when that was not enough); it stops at the end
+    /// of a draining source.
+    private func runVarispeed(into destination: UnsafeMutablePointer<Float>, frames: Int, ratio: Double, source: SourceReader) -> Int {
+        let reach = varispeed.filterReachFrames(atRatio: ratio)
+        let need = varispeedInstant + Double(frames) / ratio + reach + 2
+        fill(upTo: max(Int(need.rounded(.up)), varispeedFeedPosition + 64), source: source)
+        let count = min(frames, framesBeforeEnd(from: varispeedInstant, ratio: varispeed.ratio))
+        guard count > 0 else { return 0 }
+        let (used, written) = varispeed.process(
+            input: ring.pointer(at: varispeedFeedPosition), inputFrames: ring.end - varispeedFeedPosition,
+            output: destination, outputCapacity: count)
+        varispeedFeedPosition += used
+        if written < count { fill(upTo: ring.end + 256, source: source) }
+        return written
+    }
+
+    /// Plans the return to the fixed lane, the sinc converter being at the fixed ratio: the
+    /// instant the fixed lane can take over at after `trimFrames` frames, and the ratio that
+    /// brings the sinc converter exactly there.
+    private func beginTrim() {
+        let now = varispeedInstant
+        landing = fixedLanding(near: now + Double(trimFrames) / ratio, searchFrames: Self.searchFrames)
+        varispeed.jump(to: Double(trimFrames) / (landing.instant - now))
+        mode = .trimming(left: trimFrames)
+    }
+
+    // MARK: Crossfades
+
+    /// Plays `frames` frames of both lanes, the one going out into `destination` and the one
+    /// coming in into `blend`, and mixes them with the incoming weight rising linearly.
+    private func crossfade(
+        into destination: UnsafeMutablePointer<Float>, frames: Int, left: Int, intoVarispeed: Bool, source: SourceReader
+    ) -> Int {
+        let outgoing = intoVarispeed
+            ? produceFixed(into: destination, frames: frames, source: source)
+            : produceVarispeed(into: destination, frames: frames, source: source)
+        guard outgoing > 0 else { return 0 }
+        let incoming = intoVarispeed
+            ? produceVarispeed(into: blend, frames: outgoing, source: source)
+            : produceFixed(into: blend, frames: outgoing, source: source)
+        let count = min(outgoing, incoming)
+        let q = channelCount
+        let step = 1 / Float(declickFrames)
+        var weight = Float(declickFrames - left) * step
+        for i in 0..<count {
+            weight += step
+            for c in 0..<q {
+                let old = destination[i * q + c]
+                destination[i * q + c] = old + (blend[i * q + c] - old) * weight
+            }
+        }
+        return count
+    }
+}
+
+/// Source frames by index, for the lanes of a `QueueResampler`: a linear buffer that keeps a
+/// window `[base, end)` of the frames read so far, sliding back to its start when it fills.
+struct SourceRing {
+    let channelCount: Int
+    let capacity: Int
+    private let storage: UnsafeMutablePointer<Float>
+    /// Index of the first frame held.
+    private(set) var base = 0
+    private(set) var count = 0
+
+    init(channelCount: Int, capacity: Int) {
+        self.channelCount = channelCount
+        self.capacity = capacity
+        storage = .allocate(capacity: capacity * channelCount)
+        storage.initialize(repeating: 0, count: capacity * channelCount)
+    }
+
+    func deallocate() { storage.deallocate() }
+
+    /// One past the last frame held.
+    var end: Int { base + count }
+
+    /// Where frame `index` is (or goes, for `end`); `index` within `base...end`.
+    func pointer(at index: Int) -> UnsafeMutablePointer<Float> { storage + (index - base) * channelCount }
+
+    /// Holds nothing, the next frame to come being `index`.
+    mutating func clear(at index: Int) {
+        base = index
+        count = 0
+    }
+
+    /// Makes room for up to `frames` more frames at the end, letting frames before `keep` go.
+    /// - Returns: The room made, `frames` unless the frames to keep fill the storage.
+    mutating func makeRoom(_ frames: Int, keepingFrom keep: Int) -> Int {
+        if count + frames > capacity {
+            let drop = min(max(0, keep - base), count)
+            if drop > 0 {
+                storage.update(from: storage + drop * channelCount, count: (count - drop) * channelCount)
+                base += drop
+                count -= drop
+            }
+        }
+        return min(frames, capacity - count)
+    }
+
+    /// Counts `frames` frames written at `pointer(at: end)`.
+    mutating func didAppend(_ frames: Int) { count += frames }
+
+    /// Appends `count` frames (`nil`: silence), letting frames before `keep` go.
+    mutating func append(_ frames: UnsafePointer<Float>?, count: Int, keepingFrom keep: Int) {
+        var source = frames
+        var remaining = count
+        let newEnd = end + count
+        if keep >= end {
+            // Nothing held is kept: start over with the part of the new frames to keep.
+            let skip = min(count, keep - end)
+            clear(at: end + skip)
+            source = source.map { $0 + skip * channelCount }
+            remaining -= skip
+        }
+        while remaining > 0 {
+            let room = makeRoom(remaining, keepingFrom: max(keep, newEnd - capacity))
+            let target = pointer(at: end)
+            if let s = source {
+                target.update(from: s, count: room * channelCount)
+                source = s + room * channelCount
+            } else {
+                target.update(repeating: 0, count: room * channelCount)
+            }
+            didAppend(room)
+            remaining -= room
+        }
+    }
+}
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -487,7 +1102,3 @@ final class AtomicCell: Sendable {
     init(_ initial: UInt32) { value = Atomic(initial) }
 }
 
-/// One atomic flag in a class, so that a Swift array can hold several.
-final class AtomicFlag: Sendable {
-    let value = Atomic<Bool>(false)
-}

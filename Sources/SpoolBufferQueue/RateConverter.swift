@@ -56,7 +56,7 @@ public protocol RateConverter: AnyObject, Sendable {
     /// glide.
     ///
     /// Real-time safe for the libsamplerate kinds; the libsoxr kinds rebuild their state, which
-    /// allocates.
+    /// allocates (the queue engine never resets libsoxr: it feeds it through `SoxrStream`).
     func reset()
 }
 
@@ -78,10 +78,11 @@ public enum RateConverterKind: String, Sendable, CaseIterable, CustomStringConve
     /// libsoxr's variable-rate resampler (`SOXR_VR`).
     case soxrVR
 
-    /// The kind the engine uses for both fixed and varispeed conversion: libsamplerate's medium
-    /// sinc, the fastest kind that changes ratio on the fly and keeps a sine within 0.1 % of its
-    /// frequency at ≥ 90 dB SNR (at 1 kHz and 15 kHz, 44.1 ↔ 48 kHz). `benchmarkRateConverters`
-    /// measures the figures behind the choice.
+    /// The kind for variable-ratio conversion, and the engine's varispeed converter:
+    /// libsamplerate's medium sinc, the fastest kind that changes ratio on the fly and keeps a
+    /// sine within 0.1 % of its frequency at ≥ 90 dB SNR (at 1 kHz and 15 kHz, 44.1 ↔ 48 kHz).
+    /// At a playback rate of 1 the engine converts with `.soxrHQ` instead, about 13 times as fast
+    /// at ≥ 90 dB. `benchmarkRateConverters` measures the figures behind both choices.
     public static let `default`: RateConverterKind = .sincMedium
 
     /// Output/input ratios every kind accepts: 1/16…16, which covers a 0.5–2 playback rate on
@@ -121,6 +122,30 @@ public enum RateConverterKind: String, Sendable, CaseIterable, CustomStringConve
 public func makeRateConverter(
     _ kind: RateConverterKind = .default, channelCount: Int, ratio: Double
 ) throws -> any RateConverter {
+    switch kind {
+    case .sincMedium, .sincBest, .sincFastest, .linear:
+        return try makeSampleRateConverter(kind, channelCount: channelCount, ratio: ratio)
+    case .soxrHQ, .soxrVR:
+        try checkRateConverterParameters(channelCount: channelCount, ratio: ratio)
+        let engine = try SoxrEngine(variableRatio: kind == .soxrVR, channelCount: channelCount, ratio: ratio)
+        return StreamingRateConverter(engine: engine, kind: kind, channelCount: channelCount, ratio: ratio)
+    }
+}
+
+/// `makeRateConverter` for a libsamplerate kind, as its concrete type: what the queue engine
+/// holds, for the position controls (`restart(ratio:)`, `jump(to:)`, `backlogFrames`).
+/// - Throws: As `makeRateConverter`.
+func makeSampleRateConverter(
+    _ kind: RateConverterKind, channelCount: Int, ratio: Double
+) throws -> StreamingRateConverter<SampleRateEngine> {
+    try checkRateConverterParameters(channelCount: channelCount, ratio: ratio)
+    let engine = try SampleRateEngine(kind: kind, channelCount: channelCount, ratio: ratio)
+    return StreamingRateConverter(engine: engine, kind: kind, channelCount: channelCount, ratio: ratio)
+}
+
+/// Throws `AudioError.Code.invalidParameter` when `channelCount` is outside 1…8 or `ratio`
+/// outside `RateConverterKind.supportedRatios`.
+func checkRateConverterParameters(channelCount: Int, ratio: Double) throws {
     guard (1...RateConverterKind.maximumChannelCount).contains(channelCount) else {
         throw AudioError(
             .invalidParameter,
@@ -130,14 +155,6 @@ public func makeRateConverter(
         throw AudioError(
             .invalidParameter,
             "rate converter ratio \(ratio) is outside 1/16...16 output frames per input frame")
-    }
-    switch kind {
-    case .sincMedium, .sincBest, .sincFastest, .linear:
-        let engine = try SampleRateEngine(kind: kind, channelCount: channelCount, ratio: ratio)
-        return StreamingRateConverter(engine: engine, kind: kind, channelCount: channelCount, ratio: ratio)
-    case .soxrHQ, .soxrVR:
-        let engine = try SoxrEngine(variableRatio: kind == .soxrVR, channelCount: channelCount, ratio: ratio)
-        return StreamingRateConverter(engine: engine, kind: kind, channelCount: channelCount, ratio: ratio)
     }
 }
 
@@ -196,8 +213,10 @@ final class StreamingRateConverter<Engine: ResamplerEngine>: RateConverter, @unc
     // Render-side state.
     private var appliedRatio: Double
     private var glide: RatioGlide
-    /// Input frames consumed minus the input time of the next output frame.
-    private var backlogFrames = 0.0
+    /// Input frames consumed minus the input time of the next output frame: the next output
+    /// frame sounds the input instant `consumed − backlogFrames` (exactly, for libsamplerate,
+    /// which steps its position by `1 / ratio` in double precision).
+    private(set) var backlogFrames = 0.0
     /// Input frames fed ahead of the next block's end at a ratio of 1 or more, learned from
     /// the engine's needs; below a ratio of 1 a filter's reach grows as 1 / ratio.
     private var lookaheadFrames: Double
@@ -223,9 +242,7 @@ final class StreamingRateConverter<Engine: ResamplerEngine>: RateConverter, @unc
 
     func setRatio(_ ratio: Double) {
         guard variableRatio, ratio.isFinite, ratio > 0 else { return }
-        let supported = RateConverterKind.supportedRatios
-        let clamped = min(max(ratio, supported.lowerBound), supported.upperBound)
-        requestedRatio.store(clamped.bitPattern, ordering: .relaxed)
+        requestedRatio.store(Self.clamped(ratio).bitPattern, ordering: .relaxed)
     }
 
     func reset() {
@@ -236,6 +253,37 @@ final class StreamingRateConverter<Engine: ResamplerEngine>: RateConverter, @unc
         backlogFrames = 0
         endOfInputSeen = false
         currentRatio.store(ratio.bitPattern, ordering: .relaxed)
+    }
+
+    /// Forgets all history and starts again at `ratio` (clamped to `supportedRatios`), with no
+    /// glide: the next output frame sounds the next input frame. Real-time safe when the
+    /// engine's `clear` is (libsamplerate).
+    func restart(ratio: Double) {
+        let ratio = Self.clamped(ratio)
+        requestedRatio.store(ratio.bitPattern, ordering: .relaxed)
+        reset()
+    }
+
+    /// Switches to `ratio` (clamped to `supportedRatios`) from the next output frame on, with no
+    /// glide: for steps too small to hear, such as a position trim, where a glide would blur the
+    /// exact input time the step is computed to reach.
+    func jump(to ratio: Double) {
+        guard variableRatio else { return }
+        let ratio = Self.clamped(ratio)
+        requestedRatio.store(ratio.bitPattern, ordering: .relaxed)
+        glide = RatioGlide(ratio: ratio, length: RateConverterKind.ratioGlideFrames)
+        apply(ratio)
+        currentRatio.store(ratio.bitPattern, ordering: .relaxed)
+    }
+
+    /// Input frames on each side of an output frame's instant that the filter reads at `ratio`.
+    func filterReachFrames(atRatio ratio: Double) -> Double {
+        lookaheadFrames / min(ratio, 1)
+    }
+
+    private static func clamped(_ ratio: Double) -> Double {
+        let supported = RateConverterKind.supportedRatios
+        return min(max(ratio, supported.lowerBound), supported.upperBound)
     }
 
     func process(

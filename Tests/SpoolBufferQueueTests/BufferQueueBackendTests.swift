@@ -86,6 +86,9 @@ struct RenderAllocationTests {
         }
         try plain.start()
         try converted.start()
+        // `start` starts the engine's device too; stopped, it leaves this thread as the only
+        // render thread (the queues' start commands wait in their rings for it).
+        engine.stop()
         let buffer = UnsafeMutablePointer<Float>.allocate(capacity: 256 * 2)
         defer { buffer.deallocate() }
         var sampleTime: Int64 = 0

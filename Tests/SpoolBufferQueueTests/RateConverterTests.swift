@@ -276,8 +276,8 @@ struct RateConverterTests {
         let fixed = try Self.allocations(of: kind, warmUpCalls: 1, varispeed: false)
         let varispeed = kind.supportsVariableRatio ? try Self.allocations(of: kind, warmUpCalls: 1, varispeed: true) : 0
         print("RateConverter allocations in 100 periods after one warm-up, \(kind): fixed \(fixed), varispeed \(varispeed)")
-        // libsoxr grows its FIFOs on demand and is not used on the render thread; its counts
-        // are only reported.
+        // Fed through this metered API libsoxr grows its FIFOs now and then; its counts are only
+        // reported. The engine feeds it through `SoxrStream` instead (see `SoxrStreamTests`).
         if kind != .soxrHQ && kind != .soxrVR {
             #expect(fixed == 0 && varispeed == 0, "\(kind)")
         }
@@ -294,5 +294,52 @@ struct RateConverterTests {
         #expect(row.frequencyErrorPercent <= 0.1)
         #expect(row.framesPerSecond > 44_100)
         #expect((row.varispeedFramesPerSecond ?? 0) > 44_100)
+    }
+}
+
+/// libsoxr fed the way the queue engine feeds it.
+@Suite("SoxrStream")
+struct SoxrStreamTests {
+    static let ratios = [48_000.0 / 44_100, 44_100.0 / 48_000, 2, 0.5, 6, 1.0 / 6, 16, 1.0 / 16, 48_000.0 / 22_050]
+
+    @Test(arguments: ratios)
+    func afterItsWarmUpNothingAllocates(ratio: Double) throws {
+        let stream = try SoxrStream(channelCount: 2, ratio: ratio)
+        let chunk = [Float](repeating: 0.25, count: stream.chunkFrames * 2)
+        spool_allocation_counting_begin()
+        for _ in 0..<2_000 {
+            stream.feed(chunk)
+            stream.consume(stream.bufferedFrames)
+        }
+        let allocations = spool_allocation_counting_end()
+        #expect(allocations == 0, "ratio \(ratio)")
+    }
+
+    @Test(arguments: [48_000.0 / 44_100, 44_100.0 / 48_000, 2, 1.0 / 6])
+    func outputFrameKSoundsInputInstantKOverRatio(ratio: Double) throws {
+        let stream = try SoxrStream(channelCount: 1, ratio: ratio)
+        // A sine that starts with the first frame fed after the warm-up: output k sounds input
+        // instant k / ratio − (frames fed in the warm-up).
+        let period = 97.3
+        let warmUp = stream.framesFed, firstOutput = stream.producedEnd
+        let chunks = 200
+        var input = [Float](repeating: 0, count: stream.chunkFrames * chunks)
+        for n in input.indices { input[n] = Float(0.5 * sin(2 * Double.pi * Double(n) / period)) }
+        var output: [Float] = []
+        for c in 0..<chunks {
+            input.withUnsafeBufferPointer { stream.feed($0.baseAddress! + c * stream.chunkFrames) }
+            output += UnsafeBufferPointer(start: stream.bufferedOutput, count: stream.bufferedFrames)
+            stream.consume(stream.bufferedFrames)
+        }
+        var signal = 0.0, noise = 0.0
+        let edge = Int(2_000 * max(1, ratio))
+        for k in edge..<(output.count - edge) {
+            let instant = Double(firstOutput + k) / ratio - Double(warmUp)
+            let ideal = 0.5 * sin(2 * Double.pi * instant / period)
+            signal += ideal * ideal
+            noise += (Double(output[k]) - ideal) * (Double(output[k]) - ideal)
+        }
+        let snr = 10 * log10(signal / noise)
+        #expect(snr >= 90, "ratio \(ratio): SNR \(snr) dB against the sine at k / ratio")
     }
 }
