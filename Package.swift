@@ -49,8 +49,11 @@ let package = Package(
 
         .testTarget(name: "SpoolCoreTests", dependencies: ["SpoolCore"]),
         .testTarget(name: "SpoolDecodingTests", dependencies: ["SpoolDecoding"]),
-        .testTarget(name: "SpoolBufferQueueTests", dependencies: ["SpoolBufferQueue", "SpoolDecoding", "CAllocationCounter"]),
-        .testTarget(name: "SpoolOpenALTests", dependencies: ["SpoolOpenAL", "SpoolBufferQueue", "SpoolDecoding", "CAllocationCounter"]),
+        .testTarget(name: "SpoolBufferQueueTests",
+                    dependencies: ["SpoolBufferQueue", "SpoolDecoding", "CAllocationCounter", "SoundServerTestSupport"]),
+        .testTarget(name: "SpoolOpenALTests",
+                    dependencies: ["SpoolOpenAL", "SpoolBufferQueue", "SpoolDecoding", "CAllocationCounter",
+                                   "SoundServerTestSupport"]),
         .testTarget(name: "SpoolToolTests", dependencies: ["spool", "Spool"]),
 
         // MARK: - Test support
@@ -58,6 +61,9 @@ let package = Package(
         // Counts heap allocations made on a thread while counting is switched on: the proof
         // that the render path does not allocate.
         .target(name: "CAllocationCounter", path: "Tests/CAllocationCounter"),
+        // A real PulseAudio server for the tests that play to one: private null sinks, a
+        // monitor recorder, and the analysis of a recorded tone.
+        .target(name: "SoundServerTestSupport", path: "Tests/SoundServerTestSupport"),
     ],
     swiftLanguageModes: [.v6]
 )

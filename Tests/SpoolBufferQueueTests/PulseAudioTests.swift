@@ -1,5 +1,6 @@
 import CAllocationCounter
 import Foundation
+import SoundServerTestSupport
 import SpoolCore
 import Synchronization
 import Testing
@@ -64,12 +65,12 @@ final class ToneRenderer: AudioRenderer {
 struct PulseAudioTests {
     // Outside CI a machine without a PulseAudio server skips these (reported as skipped); in CI
     // they run and fail, because CI must start one (scripts/pulseaudio.sh).
-    static let enabled = PulseAudio.isServerRunning || PulseAudio.isCI
+    static let enabled = SoundServer.isRunning || SoundServer.isCI
 
     @Test("A 1 kHz tone through ALSA default reaches the null sink whole",
           .enabled(if: enabled, "no PulseAudio server answers `pactl info`; start one with scripts/pulseaudio.sh"))
     func toneReachesTheNullSink() throws {
-        guard PulseAudio.isServerRunning else {
+        guard SoundServer.isRunning else {
             Issue.record("CI must run a PulseAudio server (scripts/pulseaudio.sh)")
             return
         }
@@ -78,7 +79,7 @@ struct PulseAudioTests {
         let sink = try PrivateNullSink()
         let recorder = try MonitorRecorder(source: sink.monitor)
         let recordingFrom = HostTime.now()
-        let streamsBefore = try PulseAudio.sinkInputs(ofProcess: getpid())
+        let streamsBefore = try SoundServer.sinkInputs(ofProcess: getpid(), application: "ALSA plug-in")
         let device = try ALSADevice(name: "default", configuration: OutputConfiguration(
             sampleRate: 48_000, channelCount: 2, periodFrames: 1024, periodCount: 3))
         print("alsa:default for 1024×3 at 48 kHz: \(device.format), \(device.periodFrames)×\(device.periodCount) "
@@ -86,7 +87,7 @@ struct PulseAudioTests {
         // The pulse plugin makes its stream when the PCM is prepared, corked until the first
         // write: move it before it plays (a playing stream that moves underruns, and the
         // plugin's recovery makes a new stream on the default sink).
-        let ours = try PulseAudio.sinkInputs(ofProcess: getpid()).subtracting(streamsBefore)
+        let ours = try SoundServer.sinkInputs(ofProcess: getpid(), application: "ALSA plug-in").subtracting(streamsBefore)
         try #require(!ours.isEmpty, "the ALSA device's stream does not show among the server's sink inputs")
         for input in ours { try sink.move(sinkInput: input) }
         HostTime.sleep(until: recordingFrom + HostTime.nanoseconds(2))
@@ -125,7 +126,7 @@ struct PulseAudioTests {
           .enabled(if: enabled, "no PulseAudio server answers `pactl info`; start one with scripts/pulseaudio.sh"),
           arguments: [(256, 2), (1024, 3)])
     func negotiatesAndRuns(periodFrames: Int, periodCount: Int) throws {
-        guard PulseAudio.isServerRunning else {
+        guard SoundServer.isRunning else {
             Issue.record("CI must run a PulseAudio server (scripts/pulseaudio.sh)")
             return
         }
@@ -173,7 +174,7 @@ struct PulseAudioTests {
     @Test("An underrun on ALSA default is recovered and reported off the render thread",
           .enabled(if: enabled, "no PulseAudio server answers `pactl info`; start one with scripts/pulseaudio.sh"))
     func underrunIsRecovered() throws {
-        guard PulseAudio.isServerRunning else {
+        guard SoundServer.isRunning else {
             Issue.record("CI must run a PulseAudio server (scripts/pulseaudio.sh)")
             return
         }

@@ -1,4 +1,5 @@
 import Foundation
+import SoundServerTestSupport
 import SpoolCore
 import Synchronization
 import Testing

@@ -1,16 +1,18 @@
 import Foundation
 
-/// The PulseAudio server the real-output tests play to.
-enum SoundServer {
+/// The PulseAudio server the real-output tests play to: whether one answers, its streams,
+/// private null sinks, and a recorder for a sink's monitor. Shared by every test target that
+/// plays to a real sound server.
+public enum SoundServer {
     /// Whether a server answers `pactl info`.
-    static let isRunning: Bool = (try? run("pactl", ["info"]).status) == 0
+    public static let isRunning: Bool = (try? run("pactl", ["info"]).status) == 0
 
     /// Whether the tests run in CI, where a missing server is a failure rather than a skip.
-    static var isCI: Bool { ProcessInfo.processInfo.environment["CI"].map { !$0.isEmpty } ?? false }
+    public static var isCI: Bool { ProcessInfo.processInfo.environment["CI"].map { !$0.isEmpty } ?? false }
 
     /// Runs a tool found on `PATH` and waits for it.
     /// - Returns: Its exit status and standard output.
-    static func run(_ tool: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
+    public static func run(_ tool: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = [tool] + arguments
@@ -22,19 +24,47 @@ enum SoundServer {
         process.waitUntilExit()
         return (process.terminationStatus, String(decoding: data, as: UTF8.self))
     }
+
+    /// The sink inputs (playback streams) that process `pid` has open on the server, only
+    /// those whose `application.name` contains `application` when given (the ALSA plug-in
+    /// names its streams "ALSA plug-in [program]"; OpenAL Soft's are "OpenAL Soft").
+    public static func sinkInputs(ofProcess pid: Int32, application: String? = nil) throws -> Set<Int> {
+        let listing = try run("pactl", ["list", "sink-inputs"]).output
+        var inputs = Set<Int>()
+        var current: Int?
+        var matchesProcess = false, matchesApplication = application == nil
+        func close() {
+            if let input = current, matchesProcess, matchesApplication { inputs.insert(input) }
+        }
+        for line in listing.split(separator: "\n") {
+            let text = line.trimmingCharacters(in: .whitespaces)
+            if line.hasPrefix("Sink Input #") {
+                close()
+                current = Int(line.dropFirst("Sink Input #".count))
+                matchesProcess = false
+                matchesApplication = application == nil
+            } else if text == "application.process.id = \"\(pid)\"" {
+                matchesProcess = true
+            } else if let application, text.hasPrefix("application.name = "), text.contains(application) {
+                matchesApplication = true
+            }
+        }
+        close()
+        return inputs
+    }
 }
 
 /// A null sink of the test's own, loaded while the object lives, with a description OpenAL
 /// Soft lists as a device name: what the test plays is recorded from its monitor without the
 /// sound of other tests playing to the server's default sink at the same time.
-final class PrivateNullSink {
+public final class PrivateNullSink {
     /// The sink's name, also its description (OpenAL Soft's device name for it).
-    let name: String
+    public let name: String
     private let module: String
     private var unloaded = false
 
-    init(sampleRate: Int = 48_000) throws {
-        name = "spool_openal_\(getpid())_\(UInt32.random(in: 0...UInt32.max))"
+    public init(sampleRate: Int = 48_000) throws {
+        name = "spool_test_\(getpid())_\(UInt32.random(in: 0...UInt32.max))"
         let result = try SoundServer.run("pactl", ["load-module", "module-null-sink", "sink_name=\(name)",
                                                    "sink_properties=device.description=\(name)",
                                                    "rate=\(sampleRate)", "channels=2"])
@@ -45,26 +75,32 @@ final class PrivateNullSink {
     deinit { unload() }
 
     /// The source that records what the sink plays.
-    var monitor: String { "\(name).monitor" }
+    public var monitor: String { "\(name).monitor" }
+
+    /// Moves a playback stream onto this sink.
+    public func move(sinkInput: Int) throws {
+        let result = try SoundServer.run("pactl", ["move-sink-input", "\(sinkInput)", name])
+        guard result.status == 0 else { throw CocoaError(.featureUnsupported) }
+    }
 
     /// Unloads the sink; a stream playing to it fails (the server has nowhere to move it).
-    func unload() {
+    public func unload() {
         guard !unloaded else { return }
         unloaded = true
         _ = try? SoundServer.run("pactl", ["unload-module", module])
     }
 }
 
-/// Records a PulseAudio source as mono Float32 at 48 kHz with `parec`, in the background.
-final class MonitorRecorder {
-    let sampleRate = 48_000
+/// Records a PulseAudio source (a sink's monitor) as mono Float32 at 48 kHz with `parec`, in the background.
+public final class MonitorRecorder {
+    public let sampleRate = 48_000
     private let path: String
     private let process = Process()
     private let file: FileHandle
 
     /// Starts recording `source`.
-    init(source: String) throws {
-        path = FileManager.default.temporaryDirectory.appendingPathComponent("spool-openal-monitor-\(UUID()).raw").path
+    public init(source: String) throws {
+        path = FileManager.default.temporaryDirectory.appendingPathComponent("spool-monitor-\(UUID()).raw").path
         guard FileManager.default.createFile(atPath: path, contents: nil),
               let file = FileHandle(forWritingAtPath: path) else {
             throw CocoaError(.fileWriteUnknown)
@@ -84,7 +120,7 @@ final class MonitorRecorder {
     }
 
     /// Stops recording and returns the samples.
-    func stop() throws -> [Float] {
+    public func stop() throws -> [Float] {
         // SIGKILL: a child spawned from a dispatch worker inherits a mask that blocks SIGTERM.
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
@@ -97,21 +133,21 @@ final class MonitorRecorder {
 }
 
 /// What a recording of one tone burst shows.
-struct ToneAnalysis {
+public struct ToneAnalysis {
     /// Seconds from the start of the recording to the tone's first loud sample.
-    var onsetSeconds: Double
+    public var onsetSeconds: Double
     /// How long the tone lasts, first to last loud sample.
-    var durationSeconds: Double
+    public var durationSeconds: Double
     /// The tone's frequency, from its rising zero crossings.
-    var frequency: Double
+    public var frequency: Double
     /// Start times (seconds into the recording) of 5 ms windows of near-silence inside the tone.
-    var dropouts: [Double]
+    public var dropouts: [Double]
 
     /// The 5 ms window RMS below which a window counts as silence.
-    static let silenceRMS: Float = 0.02
+    public static let silenceRMS: Float = 0.02
 
     /// Finds the one tone burst in `samples`; `nil` when nothing rises above `loudLevel`.
-    init?(samples: [Float], sampleRate: Int, loudLevel: Float = 0.1) {
+    public init?(samples: [Float], sampleRate: Int, loudLevel: Float = 0.1) {
         guard let first = samples.firstIndex(where: { abs($0) > loudLevel }),
               let last = samples.lastIndex(where: { abs($0) > loudLevel }), last > first else { return nil }
         onsetSeconds = Double(first) / Double(sampleRate)
