@@ -45,7 +45,7 @@ enum AcousticCheck {
         for _ in 0..<3 { try queueBed.enqueue(silence) }
         try queueBed.start()
         let alBed = try openAL.makeVoice(format: alFormat, priority: 1)
-        alBed.setBufferConsumedHandler { _ in try? alBed.enqueue(alSilence) }
+        alBed.setBufferConsumedHandler { [weak alBed] _ in try? alBed?.enqueue(alSilence) }
         for _ in 0..<3 { try alBed.enqueue(alSilence) }
         try alBed.start()
         Thread.sleep(forTimeInterval: 3)

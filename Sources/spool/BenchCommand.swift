@@ -33,6 +33,7 @@ enum BenchCommand {
         case "decode": try DecodeBench.run(rest)
         case "cache": try CacheBench.run(rest)
         case "mix": try MixBench.run(rest)
+        case "mix-openal": try MixBench.runOpenALWorker(rest)
         case "latency": try LatencyBench.run(rest)
         case "latency-worker": try LatencyWorker.run(rest)
         case "resample": try ResampleBench.run(rest)

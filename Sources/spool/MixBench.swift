@@ -8,7 +8,7 @@ enum MixBench {
     /// Share of the voices at 44.1 kHz (rate-converted); `--converted`.
     nonisolated(unsafe) static var convertedShare = 0.5
 
-    struct Row: Encodable {
+    struct Row: Codable {
         let backend: String
         let voices: Int
         let audioSeconds: Double
@@ -27,8 +27,8 @@ enum MixBench {
         let seconds = try args.double("seconds", in: 0.1...600) ?? 10
         let period = try args.int("period", in: 64...8192) ?? 512
         convertedShare = try args.double("converted", in: 0...1) ?? 0.5
-        var rows = [try queueEngine(voices: voices, seconds: seconds, periodFrames: period)]
-        if let openAL = try openALRow(voices: voices, seconds: seconds, periodFrames: period) { rows.append(openAL) }
+        let rows = [try queueEngine(voices: voices, seconds: seconds, periodFrames: period)]
+            + (try openALRows(voices: voices, seconds: seconds, periodFrames: period))
         print("\(voices) voices (half at 44.1 kHz, converted), \(String(format: "%g", seconds)) s at 48 kHz stereo, \(period)-frame periods")
         print(BenchCommand.table(
             ["backend", "wall ms", "cpu ms", "× real time", "cpu % per voice"],
@@ -36,17 +36,50 @@ enum MixBench {
                 [r.backend, String(format: "%.1f", r.wallSeconds * 1000), String(format: "%.1f", r.cpuSeconds * 1000),
                  String(format: "%.0f", r.realTimeFactor), String(format: "%.3f", r.cpuPercentPerVoice)]
             }))
-        if rows.count == 2 {
-            print(String(format: "queue engine / OpenAL Soft speed: %.2f×", rows[0].realTimeFactor / rows[1].realTimeFactor))
+        for other in rows.dropFirst() {
+            print("queue engine / \(other.backend) speed: " + String(format: "%.2f×", rows[0].realTimeFactor / other.realTimeFactor))
         }
         if let json = args.string("json") { try BenchCommand.writeJSON(rows, to: json) }
     }
 
-    /// OpenAL Soft mixing the same voices (streaming sources, half at 44.1 kHz, its default
-    /// resampler) on a loopback device in this process.
-    static func openALRow(voices: Int, seconds: Double, periodFrames: Int) throws -> Row? {
-        let (wall, cpu) = try benchmarkOpenALMix(voices: voices, seconds: seconds, rate: 48_000, periodFrames: periodFrames)
-        return row("openal", voices: voices, seconds: seconds, wall: wall, cpu: cpu)
+    /// OpenAL Soft mixing the same voices (streaming sources, half at 44.1 kHz) on a loopback
+    /// device, once at its own defaults (a linear resampler) and once with its best resampler
+    /// (bsinc24), the quality class of the queue engine's. OpenAL Soft reads its configuration
+    /// once per process, so each runs in a child process (`spool bench mix-openal`).
+    static func openALRows(voices: Int, seconds: Double, periodFrames: Int) throws -> [Row] {
+        try [("openal (default: linear)", nil), ("openal (bsinc24)", "bsinc24")].map { label, resampler in
+            let conf = FileManager.default.temporaryDirectory.appendingPathComponent("spool-mix-\(getpid()).conf")
+            try "[general]\n\(resampler.map { "resampler = \($0)\n" } ?? "")".write(to: conf, atomically: true, encoding: .utf8)
+            defer { try? FileManager.default.removeItem(at: conf) }
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+            process.arguments = ["bench", "mix-openal", "--voices", "\(voices)", "--seconds", "\(seconds)",
+                                 "--period", "\(periodFrames)"]
+            var environment = ProcessInfo.processInfo.environment
+            environment["ALSOFT_CONF"] = conf.path
+            process.environment = environment
+            let out = Pipe()
+            process.standardOutput = out
+            try process.run()
+            let data = out.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            guard process.terminationStatus == 0, let row = try? JSONDecoder().decode(Row.self, from: data) else {
+                throw AudioError(.libraryFailure, "the OpenAL mix benchmark (\(label)) failed")
+            }
+            return Row(backend: label, voices: row.voices, audioSeconds: row.audioSeconds, wallSeconds: row.wallSeconds,
+                       cpuSeconds: row.cpuSeconds, realTimeFactor: row.realTimeFactor, cpuPercentPerVoice: row.cpuPercentPerVoice)
+        }
+    }
+
+    /// `spool bench mix-openal`: the OpenAL half, in a process of its own; prints a row as JSON.
+    static func runOpenALWorker(_ words: [String]) throws {
+        let args = try Arguments(words, valued: ["voices", "seconds", "period"], switches: [])
+        let voices = try args.int("voices", in: 1...64) ?? 16
+        let seconds = try args.double("seconds", in: 0.1...600) ?? 10
+        let period = try args.int("period", in: 64...8192) ?? 512
+        let (wall, cpu) = try benchmarkOpenALMix(voices: voices, seconds: seconds, rate: 48_000, periodFrames: period)
+        print(String(decoding: try JSONEncoder().encode(row("openal", voices: voices, seconds: seconds, wall: wall, cpu: cpu)),
+                     as: UTF8.self))
     }
 
     static func queueEngine(voices: Int, seconds: Double, periodFrames: Int) throws -> Row {

@@ -50,8 +50,8 @@ final class OpenALLatencyProbe: LatencyProbe {
         buffer = try PCMBuffer(format: AudioFormat(sampleRate: rate, channelCount: 2),
                                samples: MixBench.toneSamples(frames: bufferFrames, rate: rate, frequency: 440))
         let refill = self.refill, ledger = self.ledger, voice = self.voice, buffer = self.buffer
-        voice.setBufferConsumedHandler { _ in
-            guard refill.value else { return }
+        voice.setBufferConsumedHandler { [weak voice] _ in
+            guard let voice, refill.value else { return }
             // How far the source had already played past this buffer when it came back.
             let played = voice.framesPlayed
             var l = ledger.value
@@ -73,7 +73,7 @@ final class OpenALLatencyProbe: LatencyProbe {
 
     func measureStarts(count: Int) throws -> [Double] {
         refill.value = false
-        var random = SplitMix(seed: 11)
+        var random = SplitMix(seed: 7)  // the same start phases as the queue probe
         var latencies: [Double] = []
         let rate = backend.device.format.sampleRate
         let period = Double(backend.device.updateFrames) / rate
@@ -107,7 +107,7 @@ final class OpenALLatencyProbe: LatencyProbe {
     private func warmUp(seconds: Double) throws {
         let silence = try PCMBuffer(format: buffer.format, samples: [Float](repeating: 0, count: 4096 * 2))
         let bed = try backend.makeVoice(format: buffer.format, priority: 1)
-        bed.setBufferConsumedHandler { _ in try? bed.enqueue(silence) }
+        bed.setBufferConsumedHandler { [weak bed] _ in try? bed?.enqueue(silence) }
         for _ in 0..<3 { try bed.enqueue(silence) }
         try bed.start()
         Thread.sleep(forTimeInterval: seconds)
@@ -150,6 +150,7 @@ final class OpenALLatencyProbe: LatencyProbe {
     }
 
     func close() {
+        voice.setBufferConsumedHandler(nil)
         voice.dispose()
         backend.device.close()
     }
