@@ -7,7 +7,7 @@ import SpoolCore
 ///
 /// Every deterministic test renders through it. The corresponding Apple call is
 /// `AudioQueueOfflineRender` (after `AudioQueueSetOfflineRenderFormat`).
-public final class OfflineDevice: OutputDevice {
+public final class OfflineDevice: OutputDevice, OfflineRendering {
     /// `offline`.
     public let name = "offline"
     /// The format rendered (48 kHz when the configuration names no rate).
@@ -61,6 +61,11 @@ public final class OfflineDevice: OutputDevice {
     /// render call instead of from a real-time thread.
     public var rendersInRealTime: Bool { false }
 
+    /// One period: what `render(frames:to:)` writes at a time.
+    public var renderChunkFrames: Int { periodFrames }
+    /// `offline`, for messages.
+    public var renderName: String { name }
+
     /// Attaches `renderer` and restarts `sampleTime` at 0; rendering happens in the `render` calls.
     /// - Parameter renderer: Asked for at most `periodFrames` frames at a time.
     /// - Throws: `AudioError.Code.invalidState` when a renderer is already attached.
@@ -108,72 +113,6 @@ public final class OfflineDevice: OutputDevice {
         }
     }
 
-    /// Renders `frames` frames into a new buffer on the calling thread.
-    /// - Parameter frames: Frames to render, 0 or more.
-    /// - Returns: The rendered audio, `frames` frames long.
-    /// - Throws: `AudioError.Code.invalidState` when no renderer is attached;
-    ///   `AudioError.Code.invalidParameter` when `frames` is negative.
-    public func render(frames: Int) throws -> PCMBuffer {
-        guard frames >= 0 else { throw AudioError(.invalidParameter, "offline: cannot render \(frames) frames") }
-        let count = frames * format.channelCount
-        var failure: (any Error)?
-        let samples = [Float](unsafeUninitializedCapacity: count) { out, initialized in
-            do {
-                try render(frames: frames, into: out)
-            } catch {
-                out.initialize(repeating: 0)
-                failure = error
-            }
-            initialized = count
-        }
-        if let failure { throw failure }
-        return try PCMBuffer(format: format, samples: samples)
-    }
-
-    /// Renders `frames` frames into a WAV writer, one period at a time, on the calling thread.
-    /// One period buffer is allocated per call, none per period.
-    /// - Parameters:
-    ///   - frames: Frames to render, 0 or more.
-    ///   - writer: Receives the frames; its format must match the device's. Not finished here.
-    /// - Throws: `AudioError.Code.invalidState` when no renderer is attached;
-    ///   `AudioError.Code.invalidParameter` on a format mismatch or negative `frames`;
-    ///   `AudioError.Code.writeFailed` when writing fails.
-    public func render(frames: Int, to writer: WAVFileWriter) throws {
-        guard frames >= 0 else { throw AudioError(.invalidParameter, "offline: cannot render \(frames) frames") }
-        guard writer.format == format else {
-            throw AudioError(.invalidParameter, "offline: the WAV writer's format (\(writer.format)) is not the device's (\(format))")
-        }
-        let channels = format.channelCount
-        let period = UnsafeMutableBufferPointer<Float>.allocate(capacity: periodFrames * channels)
-        defer { period.deallocate() }
-        var done = 0
-        while done < frames {
-            let chunk = min(periodFrames, frames - done)
-            try render(frames: chunk, into: period)
-            try writer.write(UnsafeBufferPointer(rebasing: period[0..<(chunk * channels)]))
-            done += chunk
-        }
-    }
-
-    /// Renders `seconds` of audio into a new WAV file (Float32) at `path`.
-    /// - Parameters:
-    ///   - seconds: How long to render; rounded to the nearest frame.
-    ///   - path: The file to create or replace.
-    /// - Returns: Frames written.
-    /// - Throws: `AudioError.Code.invalidState` when no renderer is attached;
-    ///   `AudioError.Code.invalidParameter` when `seconds` is negative or not finite;
-    ///   `AudioError.Code.writeFailed` when the file cannot be written.
-    @discardableResult
-    public func render(seconds: Double, toWAV path: String) throws -> Int {
-        guard seconds.isFinite, seconds >= 0 else {
-            throw AudioError(.invalidParameter, "offline: cannot render \(seconds) seconds")
-        }
-        let frames = format.frames(forSeconds: seconds)
-        let writer = try WAVFileWriter(path: path, format: format)
-        try render(frames: frames, to: writer)
-        try writer.finish()
-        return frames
-    }
 
     /// The timestamp of the next `frames` frames, advancing the counters past them.
     private func nextTimestamp(_ state: inout State, frames: Int) -> RenderTimestamp {

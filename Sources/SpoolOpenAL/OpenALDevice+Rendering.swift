@@ -6,7 +6,12 @@ import SpoolCore
 /// one period at a time, with every source serviced after each period (unqueued, refilled,
 /// restarted, handlers run) exactly as the pump would in real time. So a program, a test or
 /// `spool play --output wav:` gets the same audio on every run.
-extension OpenALDevice {
+extension OpenALDevice: OfflineRendering {
+    /// One mixer update: what `render(frames:to:)` writes at a time.
+    public var renderChunkFrames: Int { updateFrames }
+    /// `openal:loopback`, for messages.
+    public var renderName: String { "openal:loopback" }
+
     /// Renders `frames` stereo frames into `buffer` (`alcRenderSamplesSOFT`), servicing the
     /// sources after each period. A start scheduled with `start(atHostTime:)` begins on its
     /// exact frame: the period is split there. When the device is closed or lost during the
@@ -42,61 +47,6 @@ extension OpenALDevice {
         }
     }
 
-    /// Renders `frames` stereo frames into a new buffer.
-    /// - Parameter frames: Frames to render, 0 or more.
-    /// - Returns: The rendered audio at the device's format.
-    /// - Throws: As `render(frames:into:)`.
-    public func render(frames: Int) throws -> PCMBuffer {
-        guard frames >= 0 else { throw AudioError(.invalidParameter, "openal:loopback: cannot render \(frames) frames") }
-        var failure: (any Error)?
-        let samples = [Float](unsafeUninitializedCapacity: frames * 2) { out, initialized in
-            out.initialize(repeating: 0)
-            do { try render(frames: frames, into: out) } catch { failure = error }
-            initialized = frames * 2
-        }
-        if let failure { throw failure }
-        return try PCMBuffer(format: format, samples: samples)
-    }
-
-    /// Renders `frames` stereo frames into a WAV writer, one period at a time.
-    /// - Parameters:
-    ///   - frames: Frames to render, 0 or more.
-    ///   - writer: Receives the frames; its format must be the device's. Not finished here.
-    /// - Throws: As `render(frames:into:)`; `.invalidParameter` on a format mismatch;
-    ///   `.writeFailed` when writing fails.
-    public func render(frames: Int, to writer: WAVFileWriter) throws {
-        guard writer.format == format else {
-            throw AudioError(.invalidParameter, "openal:loopback: the WAV writer's format (\(writer.format)) is not the device's (\(format))")
-        }
-        guard frames >= 0 else { throw AudioError(.invalidParameter, "openal:loopback: cannot render \(frames) frames") }
-        let period = UnsafeMutableBufferPointer<Float>.allocate(capacity: updateFrames * 2)
-        defer { period.deallocate() }
-        var done = 0
-        while done < frames {
-            let chunk = min(updateFrames, frames - done)
-            try render(frames: chunk, into: period)
-            try writer.write(UnsafeBufferPointer(rebasing: period[0..<(chunk * 2)]))
-            done += chunk
-        }
-    }
-
-    /// Renders `seconds` of audio into a new Float32 WAV file at `path`.
-    /// - Parameters:
-    ///   - seconds: How long to render, rounded to the nearest frame.
-    ///   - path: The file to create or replace.
-    /// - Returns: Frames written.
-    /// - Throws: As `render(frames:to:)`; `.invalidParameter` for a negative or infinite duration.
-    @discardableResult
-    public func render(seconds: Double, toWAV path: String) throws -> Int {
-        guard seconds.isFinite, seconds >= 0 else {
-            throw AudioError(.invalidParameter, "openal:loopback: cannot render \(seconds) seconds")
-        }
-        let frames = format.frames(forSeconds: seconds)
-        let writer = try WAVFileWriter(path: path, format: format)
-        try render(frames: frames, to: writer)
-        try writer.finish()
-        return frames
-    }
 
     /// Frames from the next one to render to the earliest scheduled start, if any.
     private func framesUntilScheduledStart() -> Int? {

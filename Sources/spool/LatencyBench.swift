@@ -157,8 +157,8 @@ enum LatencyWorker {
             note = "3 queue buffers of 0.5 s, as Audio Queue programs use"
         case ("queue", _):
             probe = try QueueLatencyProbe(output: output, rate: rate, periodFrames: f, periods: p,
-                                          bufferFrames: f, bufferCount: 2)
-            note = "2 queue buffers of one period"
+                                          bufferFrames: f, bufferCount: 3)
+            note = "3 queue buffers of one period (as the OpenAL probe's source buffers)"
         default:
             (probe, note) = try OpenALLatency.makeProbe(output: output, rate: rate, periodFrames: f, periods: p,
                                                         reference: kind == "reference")
