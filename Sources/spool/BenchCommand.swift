@@ -19,7 +19,7 @@ enum BenchCommand {
                   [--acoustic]
                 start and output latency, refill turnaround and underruns of each back-end
                 ('spool bench latency --help' tells more)
-          mix [--voices N] [--seconds S] [--period FRAMES] [--json PATH]
+          mix [--voices N] [--seconds S] [--period FRAMES] [--converted SHARE] [--json PATH]
                 the buffer-queue engine mixing N voices offline (half rate-converted),
                 against OpenAL Soft's mixer on its loopback device in the same run
           resample [--seconds S] [--json PATH]

@@ -5,8 +5,6 @@ import Spool
 /// offline, half of them needing rate conversion (44.1 → 48 kHz), and OpenAL Soft mixing the
 /// same voices on its loopback device in the same run.
 enum MixBench {
-    /// Share of the voices at 44.1 kHz (rate-converted); `--converted`.
-    nonisolated(unsafe) static var convertedShare = 0.5
 
     struct Row: Codable {
         let backend: String
@@ -26,8 +24,8 @@ enum MixBench {
         let voices = try args.int("voices", in: 1...64) ?? 16
         let seconds = try args.double("seconds", in: 0.1...600) ?? 10
         let period = try args.int("period", in: 64...8192) ?? 512
-        convertedShare = try args.double("converted", in: 0...1) ?? 0.5
-        let rows = [try queueEngine(voices: voices, seconds: seconds, periodFrames: period)]
+        let convertedShare = try args.double("converted", in: 0...1) ?? 0.5
+        let rows = [try queueEngine(voices: voices, seconds: seconds, periodFrames: period, convertedShare: convertedShare)]
             + (try openALRows(voices: voices, seconds: seconds, periodFrames: period))
         print("\(voices) voices (half at 44.1 kHz, converted), \(String(format: "%g", seconds)) s at 48 kHz stereo, \(period)-frame periods")
         print(BenchCommand.table(
@@ -82,7 +80,8 @@ enum MixBench {
                      as: UTF8.self))
     }
 
-    static func queueEngine(voices: Int, seconds: Double, periodFrames: Int) throws -> Row {
+    /// The queue engine's row; `convertedShare` of the voices play at 44.1 kHz (`--converted`).
+    static func queueEngine(voices: Int, seconds: Double, periodFrames: Int, convertedShare: Double) throws -> Row {
         let device = try OfflineDevice(configuration: OutputConfiguration(sampleRate: 48_000, periodFrames: periodFrames))
         let engine = QueueEngine(device: device)
         try engine.start()
