@@ -127,18 +127,28 @@ extension AudioDecoder {
     public func decodeAll(maximumFrames: Int = .max) throws -> PCMBuffer {
         let channels = format.channelCount
         // Nothing is reserved from the header's claim: a corrupt header must not make Spool
-        // allocate gigabytes. The array grows by doubling with what really decodes.
-        var samples: [Float] = []
-        let chunkFrames = 4096
-        var chunk = [Float](repeating: 0, count: chunkFrames * channels)
+        // allocate gigabytes. The memory grows by doubling with what really decodes, the
+        // decoder writes straight into it, and the buffer adopts it without a copy.
+        var capacity = min(maximumFrames, 4096)
+        var samples = PCMStorage.allocate(capacity * channels)
         var total = 0
-        while total < maximumFrames {
-            let want = min(chunkFrames, maximumFrames - total)
-            let got = try chunk.withUnsafeMutableBufferPointer { try read(into: UnsafeMutableBufferPointer(rebasing: $0[0..<(want * channels)])) }
-            if got == 0 { break }
-            samples.append(contentsOf: chunk[0..<(got * channels)])
-            total += got
+        do {
+            while total < maximumFrames {
+                if total == capacity {
+                    capacity = min(maximumFrames, capacity * 2)
+                    samples = PCMStorage.reallocate(samples, capacity * channels)
+                }
+                let want = min(capacity, maximumFrames) - total
+                let got = try read(into: UnsafeMutableBufferPointer(start: samples + total * channels, count: want * channels))
+                if got == 0 { break }
+                total += got
+            }
+        } catch {
+            free(samples)
+            throw error
         }
-        return try PCMBuffer(format: format, samples: samples)
+        if total < capacity { samples = PCMStorage.reallocate(samples, total * channels) }
+        return PCMBuffer(format: format, storage: PCMStorage(adopting: samples, count: total * channels),
+                         startFrame: 0, frameCount: total)
     }
 }

@@ -129,18 +129,40 @@ public struct PCMBuffer: Sendable {
 /// a render thread may read them through `baseAddress` while some owner keeps them alive.
 public final class PCMStorage: @unchecked Sendable {
     // Sendable: the memory is written once, in init, and only read afterwards.
+    // The memory comes from malloc so that a decoder can grow it with realloc and hand it
+    // over without a copy (`init(adopting:count:)`).
     let base: UnsafeMutablePointer<Float>
     let count: Int
 
     init(_ samples: [Float]) {
         count = samples.count
-        base = .allocate(capacity: max(1, samples.count))
+        base = Self.allocate(count)
         samples.withUnsafeBufferPointer { source in
             if let address = source.baseAddress { base.initialize(from: address, count: count) }
         }
     }
 
-    deinit { base.deallocate() }
+    /// Takes ownership of `count` initialized floats at `base`, which came from `allocate`
+    /// or `reallocate`.
+    init(adopting base: UnsafeMutablePointer<Float>, count: Int) {
+        self.base = base
+        self.count = count
+    }
+
+    deinit { free(base) }
+
+    /// Memory for `count` floats (at least one), from malloc.
+    static func allocate(_ count: Int) -> UnsafeMutablePointer<Float> {
+        reallocate(nil, count)
+    }
+
+    /// Grows or shrinks memory from `allocate` to `count` floats, keeping its contents.
+    static func reallocate(_ pointer: UnsafeMutablePointer<Float>?, _ count: Int) -> UnsafeMutablePointer<Float> {
+        guard let raw = realloc(pointer, max(1, count) * MemoryLayout<Float>.stride) else {
+            fatalError("out of memory for \(count) samples")
+        }
+        return raw.bindMemory(to: Float.self, capacity: max(1, count))
+    }
 
     var samples: UnsafeBufferPointer<Float> { UnsafeBufferPointer(start: base, count: count) }
 }

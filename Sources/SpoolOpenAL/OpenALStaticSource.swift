@@ -143,19 +143,26 @@ public final class OpenALStaticSource: SourceOwner, Sendable {
         state.withLock { st in if st.ended == nil { st.ended = AudioError(.invalidState, "the source was disposed") } }
     }
 
+    /// Changes the source's parameters under the device and state locks, on a usable source.
+    private func adjustParameters(_ body: (inout SourceParameters, UInt32) throws -> Void) throws {
+        try device.perform { _ in
+            try state.withLock { st in
+                let source = try usable(st)
+                try body(&st.parameters, source)
+            }
+        }
+    }
+
     // MARK: Parameters
 
     /// Sets the volume (`AL_GAIN`), gliding over `rampSeconds` (one mixer update when 0).
     /// - Throws: `.invalidParameter` outside 0…1 or for a negative ramp; `.invalidState` after `dispose()`.
     public func setVolume(_ volume: Float, rampSeconds: Double = 0) throws {
         try SourceParameters.checkVolume(volume, rampSeconds: rampSeconds)
-        try device.perform { _ in
-            try state.withLock { st in
-                let source = try usable(st)
-                st.parameters.setVolume(volume, rampSeconds: rampSeconds, clock: device.clockNanoseconds(),
-                                        lookahead: device.updateNanoseconds)
-                st.parameters.applyGain(to: source)
-            }
+        try adjustParameters { parameters, source in
+            parameters.setVolume(volume, rampSeconds: rampSeconds, clock: device.clockNanoseconds(),
+                                 lookahead: device.updateNanoseconds)
+            parameters.applyGain(to: source)
         }
     }
 
@@ -168,12 +175,9 @@ public final class OpenALStaticSource: SourceOwner, Sendable {
         guard state.withLock({ $0.parameters.uploadedChannels }) == 1 || pan == 0 else {
             throw AudioError(.invalidParameter, "a static \(buffer.format) buffer plays unpanned; pan a mono buffer instead")
         }
-        try device.perform { _ in
-            try state.withLock { st in
-                let source = try usable(st)
-                st.parameters.pan = pan
-                st.parameters.applyGain(to: source)
-            }
+        try adjustParameters { parameters, source in
+            parameters.pan = pan
+            parameters.applyGain(to: source)
         }
     }
 
@@ -181,12 +185,9 @@ public final class OpenALStaticSource: SourceOwner, Sendable {
     /// - Throws: `.invalidParameter` outside 0.5…2; `.invalidState` after `dispose()`.
     public func setPlaybackRate(_ rate: Float) throws {
         try SourceParameters.checkRate(rate)
-        try device.perform { _ in
-            try state.withLock { st in
-                let source = try usable(st)
-                st.parameters.pitch = rate
-                st.parameters.applyPitch(to: source)
-            }
+        try adjustParameters { parameters, source in
+            parameters.pitch = rate
+            parameters.applyPitch(to: source)
         }
     }
 

@@ -323,6 +323,16 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
         return openAL
     }
 
+    /// Changes the source's parameters under the device and state locks, on a usable source.
+    private func adjustParameters(_ body: (inout SourceParameters, UInt32) throws -> Void) throws {
+        try device.perform { _ in
+            try state.withLock { st in
+                let source = try usable(st)
+                try body(&st.parameters, source)
+            }
+        }
+    }
+
     // MARK: Parameters
 
     /// The volume, 0…1, where its ramp has reached.
@@ -334,13 +344,10 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
     ///   after `dispose()`.
     public func setVolume(_ volume: Float, rampSeconds: Double) throws {
         try SourceParameters.checkVolume(volume, rampSeconds: rampSeconds)
-        try device.perform { _ in
-            try state.withLock { st in
-                let source = try usable(st)
-                st.parameters.setVolume(volume, rampSeconds: rampSeconds, clock: device.clockNanoseconds(),
-                                        lookahead: device.updateNanoseconds)
-                st.parameters.applyGain(to: source)
-            }
+        try adjustParameters { parameters, source in
+            parameters.setVolume(volume, rampSeconds: rampSeconds, clock: device.clockNanoseconds(),
+                                 lookahead: device.updateNanoseconds)
+            parameters.applyGain(to: source)
         }
     }
 
@@ -354,12 +361,9 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
     /// - Throws: `.invalidParameter` outside −1…1; `.invalidState` after `dispose()`.
     public func setPan(_ pan: Float) throws {
         try SourceParameters.checkPan(pan)
-        try device.perform { _ in
-            try state.withLock { st in
-                let source = try usable(st)
-                st.parameters.pan = pan
-                st.parameters.applyGain(to: source)
-            }
+        try adjustParameters { parameters, source in
+            parameters.pan = pan
+            parameters.applyGain(to: source)
         }
     }
 
@@ -370,13 +374,10 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
     /// - Throws: `.invalidParameter` outside 0.5…2; `.invalidState` after `dispose()`.
     public func setPlaybackRate(_ rate: Float) throws {
         try SourceParameters.checkRate(rate)
-        try device.perform { _ in
-            try state.withLock { st in
-                let source = try usable(st)
-                st.parameters.pitch = rate
-                st.parameters.applyPitch(to: source)
-                try OpenALStatus.al().check("alSourcef(AL_PITCH, \(rate))")
-            }
+        try adjustParameters { parameters, source in
+            parameters.pitch = rate
+            parameters.applyPitch(to: source)
+            try OpenALStatus.al().check("alSourcef(AL_PITCH, \(rate))")
         }
     }
 
