@@ -7,8 +7,13 @@
 public protocol AudioDecoder: AnyObject {
     /// The PCM this decoder produces.
     var format: AudioFormat { get }
-    /// Exact number of frames in the stream (after any gapless trimming).
+    /// Number of frames in the stream (after any gapless trimming): exact when
+    /// `isFrameCountExact`, otherwise what a header claims, until decoding reaches the end.
     var frameCount: Int { get }
+    /// Whether `frameCount` is known to be what decoding produces (from a scan, an index or
+    /// a header checked against the bytes), rather than a header's unverified claim.
+    /// Decoders whose every count is exact need not implement it: the default is `true`.
+    var isFrameCountExact: Bool { get }
     /// The next frame `read(into:)` will produce.
     var position: Int { get }
     /// Container, codec, stream facts and tags.
@@ -115,6 +120,9 @@ public struct DecodeWarning: Sendable, Equatable, CustomStringConvertible {
 import Foundation
 
 extension AudioDecoder {
+    /// The counts of Spool's decoders are exact unless a decoder says otherwise.
+    public var isFrameCountExact: Bool { true }
+
     /// Duration in seconds.
     public var duration: Double { format.seconds(forFrames: frameCount) }
 

@@ -18,6 +18,8 @@ enum InfoCommand {
         let sampleRate: Double
         let channels: Int
         let frames: Int
+        /// False when `frames` is a header's claim that decoding has not confirmed.
+        let framesExact: Bool
         let duration: Double
         let bitRate: Int
         let isVBR: Bool
@@ -38,7 +40,7 @@ enum InfoCommand {
                 reports.append(Report(
                     file: path, container: info.container, codec: info.codec,
                     sampleRate: decoder.format.sampleRate, channels: decoder.format.channelCount,
-                    frames: decoder.frameCount, duration: decoder.duration, bitRate: info.bitRate,
+                    frames: decoder.frameCount, framesExact: decoder.isFrameCountExact, duration: decoder.duration, bitRate: info.bitRate,
                     isVBR: info.isVBR, tags: info.tags.fields, warnings: decoder.warnings.map(\.description)))
             } catch let error as AudioError {
                 printError("spool: \(error.message)")
@@ -61,7 +63,7 @@ enum InfoCommand {
             "  container   \(r.container)",
             "  codec       \(r.codec)",
             "  format      \(Int(r.sampleRate)) Hz, \(r.channels) ch",
-            "  frames      \(r.frames)",
+            "  frames      \(r.frames)\(r.framesExact ? "" : " (the header's claim, not verified)")",
             "  duration    \(String(format: "%.3f", r.duration)) s",
             "  bit rate    \(r.bitRate / 1000) kbit/s \(r.isVBR ? "VBR" : "CBR")",
         ]
