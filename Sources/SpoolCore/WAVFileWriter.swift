@@ -1,7 +1,13 @@
 import Foundation
 
-/// Writes Float32 interleaved PCM as a WAV file (`WAVE_FORMAT_IEEE_FLOAT`), streaming: the
-/// header's sizes are filled in by `finish()`.
+/// Writes Float32 interleaved PCM as a WAV file, streaming: the header's sizes are filled in by
+/// `finish()` (or, if the writer is dropped unfinished, by `deinit`), so the header always
+/// tells the truth about what the file holds.
+///
+/// Mono and stereo are `WAVE_FORMAT_IEEE_FLOAT` with the `cbSize` field and the `fact` chunk
+/// that every non-PCM WAV format requires; more than two channels are
+/// `WAVE_FORMAT_EXTENSIBLE` with the IEEE float sub-format and a channel mask for Spool's
+/// channel order (L R C LFE BL BR SL SR, as Microsoft's `dwChannelMask` bits define it).
 public final class WAVFileWriter {
     /// The format being written.
     public let format: AudioFormat
@@ -10,6 +16,9 @@ public final class WAVFileWriter {
     private let handle: FileHandle
     private let path: String
     private var finished = false
+
+    /// The most data bytes a RIFF file can describe with its 32-bit sizes.
+    static let maximumDataBytes = Int(UInt32.max) - 80
 
     /// Creates (or replaces) the file at `path`.
     /// - Throws: `AudioError.Code.writeFailed` when the file cannot be created.
@@ -21,15 +30,27 @@ public final class WAVFileWriter {
             throw AudioError(.writeFailed, "\(path): cannot create the file")
         }
         self.handle = handle
-        try write(Self.header(format: format, frames: 0))
+        do { try handle.write(contentsOf: Self.header(format: format, frames: 0)) } catch {
+            finished = true
+            try? handle.close()
+            throw AudioError(.writeFailed, "\(path): write failed", underlying: error)
+        }
     }
 
-    deinit { if !finished { try? handle.close() } }
+    deinit { try? finish() }
 
     /// Appends interleaved frames.
+    /// - Throws: `AudioError.Code.writeFailed` when the disk refuses them or the file would
+    ///   outgrow what a WAV header can describe (4 GiB).
     public func write(_ samples: UnsafeBufferPointer<Float>) throws {
-        try write(Data(buffer: samples))  // Float32 on Linux hosts is little-endian already
-        framesWritten += samples.count / format.channelCount
+        let frames = samples.count / format.channelCount
+        guard (framesWritten + frames) * format.channelCount * 4 <= Self.maximumDataBytes else {
+            throw AudioError(.writeFailed, "\(path): a WAV file holds at most 4 GiB of audio; \(framesWritten) frames were written")
+        }
+        do { try handle.write(contentsOf: Data(buffer: samples)) } catch {  // Float32 on Linux hosts is little-endian already
+            throw AudioError(.writeFailed, "\(path): write failed after \(framesWritten) frames", underlying: error)
+        }
+        framesWritten += frames
     }
 
     /// Appends a buffer.
@@ -50,22 +71,48 @@ public final class WAVFileWriter {
         }
     }
 
-    private func write(_ data: Data) throws {
-        do { try handle.write(contentsOf: data) } catch {
-            throw AudioError(.writeFailed, "\(path): write failed", underlying: error)
+    /// `dwChannelMask` for Spool's channel order with `channels` channels (the speakers the
+    /// decoders map their layouts to: 3 = L R C, 4 = quad, 5 = L R C BL BR, 7 = 6.1).
+    static func channelMask(channels: Int) -> UInt32 {
+        let FL: UInt32 = 0x1, FR: UInt32 = 0x2, FC: UInt32 = 0x4, LFE: UInt32 = 0x8, BL: UInt32 = 0x10,
+            BR: UInt32 = 0x20, BC: UInt32 = 0x100, SL: UInt32 = 0x200, SR: UInt32 = 0x400
+        switch channels {
+        case 1: return FC
+        case 2: return FL | FR
+        case 3: return FL | FR | FC
+        case 4: return FL | FR | BL | BR
+        case 5: return FL | FR | FC | BL | BR
+        case 6: return FL | FR | FC | LFE | BL | BR
+        case 7: return FL | FR | FC | LFE | BC | SL | SR
+        case 8: return FL | FR | FC | LFE | BL | BR | SL | SR
+        default: return 0  // no speaker assignment
         }
     }
 
-    /// A 44-byte canonical header for IEEE float data (format tag 3, 32 bits).
+    /// The header for IEEE float data: 58 bytes for mono and stereo, 80 for more channels.
     static func header(format: AudioFormat, frames: Int) -> Data {
         let channels = format.channelCount
+        let extensible = channels > 2
         let dataBytes = frames * channels * 4
+        let fmtBytes = extensible ? 40 : 18
         var d = Data()
         func u32(_ v: Int) { withUnsafeBytes(of: UInt32(truncatingIfNeeded: v).littleEndian) { d.append(contentsOf: $0) } }
         func u16(_ v: Int) { withUnsafeBytes(of: UInt16(truncatingIfNeeded: v).littleEndian) { d.append(contentsOf: $0) } }
-        d.append(contentsOf: Array("RIFF".utf8)); u32(36 + dataBytes); d.append(contentsOf: Array("WAVE".utf8))
-        d.append(contentsOf: Array("fmt ".utf8)); u32(16); u16(3); u16(channels)
-        u32(Int(format.sampleRate)); u32(Int(format.sampleRate) * channels * 4); u16(channels * 4); u16(32)
+        d.append(contentsOf: Array("RIFF".utf8)); u32(4 + (8 + fmtBytes) + (8 + 4) + 8 + dataBytes)
+        d.append(contentsOf: Array("WAVE".utf8))
+        d.append(contentsOf: Array("fmt ".utf8)); u32(fmtBytes)
+        u16(extensible ? 0xFFFE : 3)  // WAVE_FORMAT_EXTENSIBLE or WAVE_FORMAT_IEEE_FLOAT
+        u16(channels); u32(Int(format.sampleRate)); u32(Int(format.sampleRate) * channels * 4); u16(channels * 4); u16(32)
+        if extensible {
+            u16(22)  // cbSize: valid bits, channel mask, sub-format GUID
+            u16(32)
+            u32(Int(channelMask(channels: channels)))
+            // KSDATAFORMAT_SUBTYPE_IEEE_FLOAT: 00000003-0000-0010-8000-00AA00389B71
+            d.append(contentsOf: [0x03, 0, 0, 0, 0, 0, 0x10, 0, 0x80, 0, 0, 0xAA, 0, 0x38, 0x9B, 0x71])
+        } else {
+            u16(0)  // cbSize: no extension, but the field must be there for a non-PCM format
+        }
+        d.append(contentsOf: Array("fact".utf8)); u32(4); u32(frames)  // frames per channel
         d.append(contentsOf: Array("data".utf8)); u32(dataBytes)
         return d
     }

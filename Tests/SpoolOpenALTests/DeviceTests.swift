@@ -29,9 +29,9 @@ struct DeviceTests {
         defer { try? FileManager.default.removeItem(atPath: path) }
         #expect(try device.render(seconds: 0.2, toWAV: path) == 9600)
         let data = try Data(contentsOf: URL(fileURLWithPath: path))
-        #expect(data.count == 44 + 9600 * 8)
-        let first = data.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: 44, as: Float.self) }
-        let last = data.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: 44 + 9599 * 8, as: Float.self) }
+        #expect(data.count == 58 + 9600 * 8)  // 58-byte float header: fmt with cbSize, fact, data
+        let first = data.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: 58, as: Float.self) }
+        let last = data.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: 58 + 9599 * 8, as: Float.self) }
         #expect(first == 0.25)
         #expect(last == 0)
     }
