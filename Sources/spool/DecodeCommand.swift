@@ -32,16 +32,29 @@ enum DecodeCommand {
             ? try WAVSink(path: output, format: format) : try RawSink(path: output)
         var chunk = [Float](repeating: 0, count: 8192 * format.channelCount)
         var reported = 0
-        while remaining > 0 {
-            let want = min(8192, remaining) * format.channelCount
-            let frames = try chunk.withUnsafeMutableBufferPointer {
-                try decoder.read(into: UnsafeMutableBufferPointer(rebasing: $0[0..<want]))
-            }
+        var written = 0
+        func reportWarnings() {
             for warning in decoder.warnings.dropFirst(reported) { printError("spool: \(path): warning: \(warning)") }
             reported = decoder.warnings.count
-            if frames == 0 { break }
-            try chunk.withUnsafeBufferPointer { try sink.write(UnsafeBufferPointer(rebasing: $0[0..<(frames * format.channelCount)])) }
-            remaining -= frames
+        }
+        do {
+            while remaining > 0 {
+                let want = min(8192, remaining) * format.channelCount
+                let frames = try chunk.withUnsafeMutableBufferPointer {
+                    try decoder.read(into: UnsafeMutableBufferPointer(rebasing: $0[0..<want]))
+                }
+                reportWarnings()
+                if frames == 0 { break }
+                try chunk.withUnsafeBufferPointer { try sink.write(UnsafeBufferPointer(rebasing: $0[0..<(frames * format.channelCount)])) }
+                remaining -= frames
+                written += frames
+            }
+        } catch let error as AudioError {
+            // What decoded before the error stays, under a header true to it.
+            reportWarnings()
+            try sink.finish()
+            throw AudioError(error.code, "\(error.message) (\(output == "-" ? "standard output" : output) holds the \(written) frames decoded before it)",
+                             underlying: error.underlying)
         }
         try sink.finish()
     }
