@@ -104,6 +104,10 @@ final class ByteReader {
     }
 
     /// Moves the read position (relative to the window); returns the new position or −1.
+    ///
+    /// The C libraries call this with offsets taken from the file (an RF64 `ds64` chunk can
+    /// claim 2^63 − 1 bytes), so the sum is checked: a target outside the window, or one that
+    /// does not fit in an `Int`, is refused with −1, never a trap.
     func seek(_ position: Int, whence: Int32) -> Int {
         let base: Int
         switch whence {
@@ -112,8 +116,8 @@ final class ByteReader {
         case SEEK_END: base = size
         default: return -1
         }
-        let target = base + position
-        guard target >= 0, target <= size else { return -1 }
+        let (target, overflow) = base.addingReportingOverflow(position)
+        guard !overflow, target >= 0, target <= size else { return -1 }
         offset = absolute(target)
         return target
     }

@@ -8,6 +8,10 @@ enum RIFFHeader {
     /// layout is not RIFF/AIFF.
     static func missingDataBytes(reader: ByteReader) -> Int? {
         let head = reader.bytes(at: 0, count: 12)
+        if let claim = rf64DataBytes(reader: reader) {
+            let available = UInt64(max(0, reader.totalSize - 12))
+            return claim > available ? Int(clamping: claim - available) : nil
+        }
         let isRIFF = head.matches("RIFF") && head.matches("WAVE", at: 8)
         let isAIFF = head.matches("FORM") && (head.matches("AIFF", at: 8) || head.matches("AIFC", at: 8))
         guard isRIFF || isAIFF else { return nil }
@@ -27,5 +31,14 @@ enum RIFFHeader {
             offset += 8 + size + (size & 1)
         }
         return nil
+    }
+
+    /// The data size an RF64 file's `ds64` chunk claims (EBU Tech 3306: it follows `WAVE`,
+    /// holding the RIFF size, data size and sample count as 64-bit little-endian values), or
+    /// `nil` when the file is not RF64.
+    static func rf64DataBytes(reader: ByteReader) -> UInt64? {
+        let head = reader.bytes(at: 0, count: 36)
+        guard head.count == 36, head.matches("RF64"), head.matches("WAVE", at: 8), head.matches("ds64", at: 12) else { return nil }
+        return (0..<8).reduce(UInt64(0)) { $0 | UInt64(head[28 + $1]) << (8 * UInt64($1)) }
     }
 }

@@ -42,7 +42,14 @@ final class SndFileDecoder: AudioDecoder {
             case SF_ERR_SYSTEM: .readFailed
             default: .corruptData
             }
-            throw AudioError(code, "\(source.name): \(text)",
+            let reason = if let claim = RIFFHeader.rf64DataBytes(reader: reader), claim > UInt64(reader.totalSize) {
+                "the RF64 ds64 chunk claims \(claim) bytes of audio in a file of \(reader.totalSize) bytes (libsndfile: \(text))"
+            } else if Int(status) == SF_ERR_UNRECOGNISED_FORMAT || Int(status) == SF_ERR_UNSUPPORTED_ENCODING {
+                text
+            } else {
+                "libsndfile cannot read the header: \(text)"
+            }
+            throw AudioError(code, "\(source.name): \(reason)",
                              underlying: LibraryStatus(library: "libsndfile", code: status, text: text))
         }
         self.handle = handle

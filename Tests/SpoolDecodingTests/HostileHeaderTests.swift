@@ -1,0 +1,59 @@
+import Foundation
+import Testing
+import SpoolCore
+@testable import SpoolDecoding
+
+/// Headers whose sizes were made absurd (`Fixtures/hostile/`, from
+/// `make-hostile-fixtures.py`): the sizes reach libsndfile's seek callback and Spool's own
+/// chunk walks, which must clamp them, never trap, and say what is wrong.
+@Suite("Hostile headers")
+struct HostileHeaderTests {
+    private func source(_ name: String, memory: Bool) throws -> AudioSource {
+        let path = Fixtures.path("hostile/\(name)")
+        return memory ? .memory(try Data(contentsOf: URL(fileURLWithPath: path)), name: name) : .file(path: path)
+    }
+
+    private func error(_ body: () throws -> Void) -> AudioError? {
+        do { try body() } catch let error as AudioError { return error } catch { return nil }
+        return nil
+    }
+
+    @Test(arguments: [false, true])
+    func rf64WhoseDS64ClaimsTwoToThe63BytesDecodesWhatIsThere(memory: Bool) throws {
+        let decoder = try DecoderRegistry.shared.open(try source("rf64-huge-ds64.wav", memory: memory))
+        let pcm = try decoder.decodeAll()
+        // The audio is wav-44100-stereo-s16.wav's, byte for byte.
+        let original = try DecoderRegistry.shared.open(path: Fixtures.path("wav-44100-stereo-s16.wav")).decodeAll()
+        #expect(pcm.frameCount == 22_050)
+        #expect(pcm.frameCount == decoder.frameCount)
+        #expect(pcm.withUnsafeSamples(Array.init) == original.withUnsafeSamples(Array.init))
+        #expect(decoder.warnings.map(\.kind) == [.truncated], "the header claims more than the file holds")
+    }
+
+    @Test(arguments: [false, true])
+    func rf64WhoseDS64ClaimsTwoToThe64BytesIsACorruptHeader(memory: Bool) throws {
+        let failure = try #require(error { _ = try DecoderRegistry.shared.open(try source("rf64-negative-ds64.wav", memory: memory)) })
+        #expect(failure.code == .corruptData)
+        #expect(failure.message.contains("ds64"))
+        #expect(failure.message.contains("18446744073709551615"))
+    }
+
+    @Test(arguments: ["wav-huge-fmt.wav", "wav-zero-channels.wav"])
+    func impossibleFormatChunksAreCorruptHeaders(name: String) throws {
+        let failure = try #require(error { _ = try DecoderRegistry.shared.open(try source(name, memory: false)) })
+        #expect(failure.code == .corruptData)
+        #expect(failure.message.hasPrefix("\(name)") || failure.message.contains(name))
+        #expect(failure.message.contains("header"))
+    }
+
+    @Test func byteReaderSeeksRefuseOverflowingOffsets() throws {
+        let reader = try ByteReader(source: .memory(Data(repeating: 7, count: 100), name: "bytes"))
+        #expect(reader.seek(10, whence: SEEK_SET) == 10)
+        #expect(reader.seek(.max, whence: SEEK_CUR) == -1)
+        #expect(reader.seek(.max, whence: SEEK_END) == -1)
+        #expect(reader.seek(.min, whence: SEEK_CUR) == -1)
+        #expect(reader.seek(101, whence: SEEK_SET) == -1)
+        #expect(reader.seek(-1, whence: SEEK_END) == 99)
+        #expect(reader.position == 99)
+    }
+}
