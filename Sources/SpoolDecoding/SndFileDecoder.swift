@@ -21,20 +21,8 @@ final class SndFileDecoder: AudioDecoder {
         reader = try ByteReader(source: source)
         name = source.name
         guard reader.size > 0 else { throw AudioError(.emptyInput, "\(name): the input is empty") }
-        var io = SF_VIRTUAL_IO(
-            get_filelen: { Unmanaged<ByteReader>.fromOpaque($0!).takeUnretainedValue().size.sfCount },
-            seek: { offset, whence, user in
-                Unmanaged<ByteReader>.fromOpaque(user!).takeUnretainedValue().seek(Int(offset), whence: whence).sfCount
-            },
-            read: { ptr, count, user in
-                let n = Unmanaged<ByteReader>.fromOpaque(user!).takeUnretainedValue().read(into: ptr!, count: Int(count))
-                return max(0, n).sfCount
-            },
-            write: { _, _, _ in 0 },
-            tell: { Unmanaged<ByteReader>.fromOpaque($0!).takeUnretainedValue().position.sfCount })
         var sfInfo = SF_INFO()
-        let user = Unmanaged.passUnretained(reader).toOpaque()
-        guard let handle = sf_open_virtual(&io, Int32(SFM_READ), &sfInfo, user) else {
+        guard let handle = Self.open(reader, &sfInfo) else {
             let status = sf_error(nil)
             let text = String(cString: sf_strerror(nil))
             let code: AudioError.Code = switch Int(status) {
@@ -91,6 +79,53 @@ final class SndFileDecoder: AudioDecoder {
         if let missing = RIFFHeader.missingDataBytes(reader: reader) {
             warnings.append(DecodeWarning(kind: .truncated, byteOffset: reader.totalSize, byteCount: missing))
             warnedTruncated = true
+        }
+        if container == "FLAC" { verifyFLACLength(source: source) }
+    }
+
+    /// Opens libsndfile over `reader` through its virtual I/O.
+    private static func open(_ reader: ByteReader, _ sfInfo: inout SF_INFO) -> OpaquePointer? {
+        var io = SF_VIRTUAL_IO(
+            get_filelen: { Unmanaged<ByteReader>.fromOpaque($0!).takeUnretainedValue().size.sfCount },
+            seek: { offset, whence, user in
+                Unmanaged<ByteReader>.fromOpaque(user!).takeUnretainedValue().seek(Int(offset), whence: whence).sfCount
+            },
+            read: { ptr, count, user in
+                let n = Unmanaged<ByteReader>.fromOpaque(user!).takeUnretainedValue().read(into: ptr!, count: Int(clamping: count))
+                return max(0, n).sfCount
+            },
+            write: { _, _, _ in 0 },
+            tell: { Unmanaged<ByteReader>.fromOpaque($0!).takeUnretainedValue().position.sfCount })
+        return sf_open_virtual(&io, Int32(SFM_READ), &sfInfo, Unmanaged.passUnretained(reader).toOpaque())
+    }
+
+    /// STREAMINFO's total is the encoder's claim; a FLAC cut short still carries it. The last
+    /// frame is sought and read (libFLAC's seek is a binary search, so this costs a few
+    /// frames); when it is not there, the file is decoded through once to count what is, so
+    /// that `frameCount` is exact from the start.
+    /// A failed seek leaves libFLAC's decoder unable to read on (even from frame 0), so the
+    /// probe runs on a second handle over the same bytes and the decoder's own is untouched.
+    private func verifyFLACLength(source: AudioSource) {
+        guard frameCount > 0, let probeReader = try? ByteReader(source: source) else { return }
+        var probeInfo = SF_INFO()
+        guard let probe = Self.open(probeReader, &probeInfo) else { return }
+        var scratch = [Float](repeating: 0, count: 4096 * format.channelCount)
+        let last = sf_count_t(frameCount - 1)
+        let lastFrameIsThere = sf_seek(probe, last, SEEK_SET) == last && sf_readf_float(probe, &scratch, 1) == 1
+        sf_close(probe)
+        if lastFrameIsThere { return }
+        guard probeReader.seek(0, whence: SEEK_SET) == 0, let counter = Self.open(probeReader, &probeInfo) else { return }
+        defer { sf_close(counter) }
+        var decoded = 0
+        while decoded < frameCount {
+            let got = Int(sf_readf_float(counter, &scratch, sf_count_t(min(4096, frameCount - decoded))))
+            if got <= 0 { break }
+            decoded += got
+        }
+        if decoded < frameCount {
+            warnings.append(DecodeWarning(kind: .truncated, byteOffset: reader.totalSize, byteCount: 0))
+            warnedTruncated = true
+            frameCount = decoded
         }
     }
 
