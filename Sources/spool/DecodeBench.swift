@@ -1,24 +1,39 @@
 import Foundation
 import Spool
 
-/// `spool bench decode FILE…`: Spool's decode throughput against each format's reference
-/// command-line decoder, timed in the same run on the same file. Each side runs `--repeat`
-/// times and the fastest run counts (the least disturbed by the rest of the machine). The
-/// peer's time includes its process start; use files of tens of seconds so that it is noise.
+/// `spool bench decode FILE…`: Spool's decoder against each format's reference command-line
+/// decoder, both timed the same way doing the same work.
+///
+/// Each side is a whole process that decodes the file and writes the PCM to standard output,
+/// which is /dev/null: `spool decode FILE --output -` (Float32) against, for MP3,
+/// `mpg123 -q -e f32 -s` (Float32) and, for every format sox reads, `sox FILE -t f32 -`
+/// (Float32); `oggdec` and `flac` only write 16-bit integers, so their rows say `s16`. Both
+/// are started and reaped by `ProcessTimer` (posix_spawn, a blocking wait4), so start-up
+/// costs count on both sides alike. The sides alternate, `--repeat` runs each; the median
+/// counts, and the spread (fastest–slowest) is printed beside it.
 enum DecodeBench {
     struct Row: Encodable {
         let file: String
         let codec: String
         let frames: Int
         let seconds: Double
-        let spoolSeconds: Double
-        let spoolFramesPerSecond: Double
-        let spoolRealTime: Double
-        let peer: String?
-        let peerSeconds: Double?
-        let peerRealTime: Double?
-        /// Spool's throughput divided by the peer's: above 1 is faster.
-        let ratio: Double?
+        /// The peer's command line, and the sample format both sides write.
+        let peer: String
+        let peerOutput: String
+        let spoolOutput: String
+        let repeats: Int
+        let spoolMedianSeconds: Double
+        let spoolMinSeconds: Double
+        let spoolMaxSeconds: Double
+        let spoolCPUSeconds: Double
+        let peerMedianSeconds: Double
+        let peerMinSeconds: Double
+        let peerMaxSeconds: Double
+        let peerCPUSeconds: Double
+        /// The peer's median wall time divided by Spool's: above 1, Spool is faster.
+        let ratio: Double
+        /// Every figure here is observed: wall and CPU time of real processes.
+        let kind = "observed"
     }
 
     static func run(_ words: [String]) throws {
@@ -26,77 +41,62 @@ enum DecodeBench {
         if args.has("help") { print(BenchCommand.help); return }
         guard !args.operands.isEmpty else { throw UsageError("bench decode needs at least one FILE") }
         let repeats = try args.int("repeat", in: 1...1000) ?? 5
+        let spool = ProcessTimer.selfExecutable
         var rows: [Row] = []
         for path in args.operands {
             let probe = try DecoderRegistry.shared.open(path: path)
-            let duration = probe.duration
-            var best = Double.infinity
-            var frames = 0
-            for _ in 0..<repeats {
-                let start = BenchCommand.now()
-                frames = try decodeToNowhere(path)
-                best = min(best, BenchCommand.now() - start)
+            let spoolCommand = [spool, "decode", path, "--output", "-"]
+            guard ProcessTimer.run(spoolCommand) != nil else {
+                throw AudioError(.readFailed, "\(path): 'spool decode' failed on it")
             }
-            let peer = peerCommand(for: probe.info, path: path)
-            var peerBest: Double?
-            if let peer {
+            for (peer, output) in peers(for: probe.info, path: path) {
+                guard ProcessTimer.run(peer) != nil else { continue }  // not installed, or it cannot read the file
+                var ours: [ProcessTimer.Measurement] = [], theirs: [ProcessTimer.Measurement] = []
                 for _ in 0..<repeats {
-                    guard let t = try? time(peer) else { peerBest = nil; break }
-                    peerBest = min(peerBest ?? .infinity, t)
+                    if let m = ProcessTimer.run(spoolCommand) { ours.append(m) }
+                    if let m = ProcessTimer.run(peer) { theirs.append(m) }
                 }
+                guard !ours.isEmpty, !theirs.isEmpty else { continue }
+                let (a, b) = (ours.map(\.wallSeconds).sorted(), theirs.map(\.wallSeconds).sorted())
+                rows.append(Row(
+                    file: path, codec: probe.info.codec, frames: probe.frameCount, seconds: probe.duration,
+                    peer: peer.joined(separator: " "), peerOutput: output, spoolOutput: "f32", repeats: repeats,
+                    spoolMedianSeconds: median(a), spoolMinSeconds: a[0], spoolMaxSeconds: a[a.count - 1],
+                    spoolCPUSeconds: median(ours.map(\.cpuSeconds).sorted()),
+                    peerMedianSeconds: median(b), peerMinSeconds: b[0], peerMaxSeconds: b[b.count - 1],
+                    peerCPUSeconds: median(theirs.map(\.cpuSeconds).sorted()),
+                    ratio: median(b) / median(a)))
             }
-            rows.append(Row(
-                file: path, codec: probe.info.codec, frames: frames, seconds: duration, spoolSeconds: best,
-                spoolFramesPerSecond: Double(frames) / best, spoolRealTime: duration / best,
-                peer: peerBest == nil ? nil : peer?.joined(separator: " "), peerSeconds: peerBest,
-                peerRealTime: peerBest.map { duration / $0 }, ratio: peerBest.map { $0 / best }))
         }
+        print("whole processes writing PCM to /dev/null, median of \(repeats) alternating runs (spread: fastest–slowest); observed")
         print(BenchCommand.table(
-            ["file", "codec", "frames", "spool ms", "spool ×RT", "peer", "peer ms", "peer ×RT", "ratio"],
+            ["file", "codec", "frames", "spool ms", "spread", "cpu ms", "peer", "out", "peer ms", "spread", "cpu ms", "ratio"],
             rows.map { r in
                 [URL(fileURLWithPath: r.file).lastPathComponent, r.codec, "\(r.frames)",
-                 String(format: "%.1f", r.spoolSeconds * 1000), String(format: "%.0f", r.spoolRealTime),
-                 r.peer?.split(separator: " ").first.map(String.init) ?? "-",
-                 r.peerSeconds.map { String(format: "%.1f", $0 * 1000) } ?? "-",
-                 r.peerRealTime.map { String(format: "%.0f", $0) } ?? "-",
-                 r.ratio.map { String(format: "%.2f", $0) } ?? "-"]
+                 ms(r.spoolMedianSeconds), "\(ms(r.spoolMinSeconds))–\(ms(r.spoolMaxSeconds))", ms(r.spoolCPUSeconds),
+                 URL(fileURLWithPath: r.peer.split(separator: " ").first.map(String.init) ?? "").lastPathComponent, r.peerOutput,
+                 ms(r.peerMedianSeconds), "\(ms(r.peerMinSeconds))–\(ms(r.peerMaxSeconds))", ms(r.peerCPUSeconds),
+                 String(format: "%.2f", r.ratio)]
             }))
         if let json = args.string("json") { try BenchCommand.writeJSON(rows, to: json) }
     }
 
-    /// Decodes the whole file into one reused buffer, as a player would, and counts frames.
-    static func decodeToNowhere(_ path: String) throws -> Int {
-        let decoder = try DecoderRegistry.shared.open(path: path)
-        var buffer = [Float](repeating: 0, count: 4096 * decoder.format.channelCount)
-        var frames = 0
-        while true {
-            let got = try buffer.withUnsafeMutableBufferPointer { try decoder.read(into: $0) }
-            if got == 0 { return frames }
-            frames += got
-        }
+    private static func ms(_ seconds: Double) -> String { String(format: "%.1f", seconds * 1000) }
+
+    private static func median(_ sorted: [Double]) -> Double {
+        let n = sorted.count
+        return n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2
     }
 
-    /// The reference decoder for the format, writing nowhere.
-    static func peerCommand(for info: AudioFileInfo, path: String) -> [String]? {
-        switch info.container {
-        case "MP3": ["mpg123", "-q", "-t", path]
-        case "Ogg": ["oggdec", "-Q", "-o", "/dev/null", path]
-        case "FLAC": ["flac", "-d", "-s", "-c", path]
-        default: ["sox", path, "-t", "null", "-"]
+    /// The reference decoders for the format, each with the sample format it writes to stdout.
+    static func peers(for info: AudioFileInfo, path: String) -> [([String], String)] {
+        let sox = (["sox", path, "-t", "f32", "-"], "f32")
+        switch (info.container, info.codec) {
+        case ("MP3", _): return [(["mpg123", "-q", "-e", "f32", "-s", path], "f32")]
+        case ("Ogg", "Opus"): return [(["opusdec", "--quiet", "--float", path, "-"], "f32")]
+        case ("Ogg", _): return [(["oggdec", "-Q", "-R", "-o", "-", path], "s16"), sox]
+        case ("FLAC", _): return [(["flac", "-d", "-s", "-c", path], "s16"), sox]
+        default: return [sox]
         }
-    }
-
-    /// Wall-clock seconds of one run of `command`, output discarded; nil when it fails.
-    static func time(_ command: [String]) throws -> Double? {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = command
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        let start = BenchCommand.now()
-        do { try process.run() } catch { return nil }
-        process.waitUntilExit()
-        let elapsed = BenchCommand.now() - start
-        return process.terminationStatus == 0 ? elapsed : nil
     }
 }
