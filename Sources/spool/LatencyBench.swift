@@ -117,7 +117,7 @@ enum LatencyBench {
     }
 
     static func table(_ rows: [LatencyRow]) -> String {
-        func ms(_ v: Double) -> String { v.isNaN ? "-" : String(format: "%.2f", v) }
+        func ms(_ v: Double?) -> String { v.map { $0.isNaN ? "-" : String(format: "%.2f", $0) } ?? "—" }
         return BenchCommand.table(
             ["backend", "output", "F×P asked", "F×P got", "rate", "floor min/med/max ms", "start p50", "p99", "max",
              "output ms", "refill p50", "p99", "underruns", "xruns"],
@@ -180,7 +180,8 @@ enum LatencyWorker {
             startP50Ms: percentile(startLatencies, 50) * 1000, startP99Ms: percentile(startLatencies, 99) * 1000,
             startMaxMs: (startLatencies.max() ?? .nan) * 1000,
             outputLatencyMs: percentile(steady.latencies, 50) * 1000,
-            refillP50Ms: percentile(steady.turnarounds, 50) * 1000, refillP99Ms: percentile(steady.turnarounds, 99) * 1000,
+            refillP50Ms: steady.turnarounds.map { percentile($0, 50) * 1000 },
+            refillP99Ms: steady.turnarounds.map { percentile($0, 99) * 1000 },
             steadySeconds: seconds, load: load, underruns: steady.underruns, xruns: steady.xruns)
         let encoder = JSONEncoder()
         print(String(decoding: try encoder.encode(row), as: UTF8.self))

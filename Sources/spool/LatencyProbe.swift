@@ -23,8 +23,11 @@ struct LatencyRow: Codable {
     var startMaxMs: Double
     /// Audio the back-end and device hold ahead of the speaker in steady playback (median).
     var outputLatencyMs: Double
-    var refillP50Ms: Double
-    var refillP99Ms: Double
+    /// Wall time from a buffer being consumed to its refill callback (queue only); `nil` where
+    /// the back-end gives no such moment to time from (OpenAL reports a buffer processed only
+    /// when its pump polls, so there is no consumption time to measure against).
+    var refillP50Ms: Double?
+    var refillP99Ms: Double?
     var steadySeconds: Double
     var load: Bool
     var underruns: Int
@@ -37,8 +40,9 @@ protocol LatencyProbe: AnyObject {
     var negotiated: (periodFrames: Int, periods: Int, rate: Double) { get }
     /// Start latencies in seconds, from the start call to the first frame leaving the device.
     func measureStarts(count: Int) throws -> [Double]
-    /// Steady playback for `seconds`: output latency samples (s), refill turnarounds (s), underruns, xruns.
-    func measureSteady(seconds: Double) throws -> (latencies: [Double], turnarounds: [Double], underruns: Int, xruns: Int)
+    /// Steady playback for `seconds`: output latency samples (s), refill turnarounds (s; `nil`
+    /// when not measurable), underruns, xruns.
+    func measureSteady(seconds: Double) throws -> (latencies: [Double], turnarounds: [Double]?, underruns: Int, xruns: Int)
     func close()
 }
 
@@ -107,7 +111,7 @@ final class QueueLatencyProbe: LatencyProbe {
         return latencies
     }
 
-    func measureSteady(seconds: Double) throws -> (latencies: [Double], turnarounds: [Double], underruns: Int, xruns: Int) {
+    func measureSteady(seconds: Double) throws -> (latencies: [Double], turnarounds: [Double]?, underruns: Int, xruns: Int) {
         turnarounds.value = []
         refill.value = true
         for buffer in buffers { try queue.enqueue(buffer) }

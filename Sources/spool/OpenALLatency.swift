@@ -36,9 +36,7 @@ final class OpenALLatencyProbe: LatencyProbe {
     private let ledger = LockedBox(Ledger())
 
     struct Ledger {
-        var ends: [Int] = []
         var enqueued = 0
-        var lags: [Double] = []
     }
 
     init(backend: OpenALBackend, bufferFrames: Int, bufferCount: Int, periods: Int) throws {
@@ -52,16 +50,7 @@ final class OpenALLatencyProbe: LatencyProbe {
         let refill = self.refill, ledger = self.ledger, voice = self.voice, buffer = self.buffer
         voice.setBufferConsumedHandler { [weak voice] _ in
             guard let voice, refill.value else { return }
-            // How far the source had already played past this buffer when it came back.
-            let played = voice.framesPlayed
-            var l = ledger.value
-            if !l.ends.isEmpty {
-                let end = l.ends.removeFirst()
-                l.lags.append(max(0, Double(played - end)) / rate)
-            }
-            l.enqueued += buffer.frameCount
-            l.ends.append(l.enqueued)
-            ledger.value = l
+            ledger.value.enqueued += buffer.frameCount
             try? voice.enqueue(buffer)
         }
     }
@@ -119,23 +108,17 @@ final class OpenALLatencyProbe: LatencyProbe {
         bed.dispose()
     }
 
-    func measureSteady(seconds: Double) throws -> (latencies: [Double], turnarounds: [Double], underruns: Int, xruns: Int) {
+    func measureSteady(seconds: Double) throws -> (latencies: [Double], turnarounds: [Double]?, underruns: Int, xruns: Int) {
         let rate = backend.device.format.sampleRate
         ledger.value = Ledger()
         refill.value = true
         for _ in 0..<bufferCount {
-            var l = ledger.value
-            l.enqueued += buffer.frameCount
-            l.ends.append(l.enqueued)
-            ledger.value = l
+            ledger.value.enqueued += buffer.frameCount
             try voice.enqueue(buffer)
         }
         try voice.start()
         Thread.sleep(forTimeInterval: 0.3)
         let underruns0 = voice.underrunCount, xruns0 = backend.device.xrunCount
-        var l0 = ledger.value
-        l0.lags = []
-        ledger.value = l0
         var latencies: [Double] = []
         let end = HostTime.now() + HostTime.nanoseconds(seconds)
         while HostTime.now() < end {
@@ -143,7 +126,7 @@ final class OpenALLatencyProbe: LatencyProbe {
             let ahead = Double(ledger.value.enqueued - voice.framesPlayed) / rate
             latencies.append(max(0, ahead) + voice.outputLatency)
         }
-        let result = (latencies, ledger.value.lags, voice.underrunCount - underruns0, backend.device.xrunCount - xruns0)
+        let result: ([Double], [Double]?, Int, Int) = (latencies, nil, voice.underrunCount - underruns0, backend.device.xrunCount - xruns0)
         refill.value = false
         try voice.stop(immediately: true)
         return result
