@@ -1,6 +1,7 @@
-// Interposes the C allocator for the test executable only. Every call is forwarded to
-// glibc's own implementation (__libc_malloc and friends), so behaviour is unchanged; a
-// thread-local switch decides whether the call is counted.
+// Counts the test executable's heap allocations. Without a sanitizer it interposes the C
+// allocator, forwarding every call to glibc's own implementation (__libc_malloc and friends),
+// so behaviour is unchanged; under a sanitizer it uses the sanitizer's allocation hooks. A
+// thread-local switch decides whether an allocation is counted.
 #define _GNU_SOURCE
 #include "AllocationCounter.h"
 #include <stddef.h>
@@ -16,16 +17,28 @@ static __thread int counting;
 static __thread uint64_t count;
 
 #if defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define SPOOL_NO_INTERPOSITION 1
+#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
+#define SPOOL_SANITIZER_HOOKS 1
 #endif
 #endif
 
 void spool_allocation_counting_begin(void) { count = 0; counting = 1; }
 uint64_t spool_allocation_counting_end(void) { counting = 0; return count; }
 
-// ThreadSanitizer brings its own allocator; under it nothing is interposed (and nothing counted).
-#ifndef SPOOL_NO_INTERPOSITION
+#ifdef SPOOL_SANITIZER_HOOKS
+// AddressSanitizer and ThreadSanitizer bring their own allocator, which interposition would
+// bypass; they call these hooks on every allocation instead, so the count means the same.
+#include <sanitizer/allocator_interface.h>
+static void spool_on_malloc(const volatile void *pointer, size_t size) {
+    (void)pointer;
+    (void)size;
+    if (counting) count++;
+}
+static void spool_on_free(const volatile void *pointer) { (void)pointer; }
+__attribute__((constructor)) static void spool_install_allocation_hooks(void) {
+    __sanitizer_install_malloc_and_free_hooks(spool_on_malloc, spool_on_free);
+}
+#else
 void *malloc(size_t size) { if (counting) count++; return __libc_malloc(size); }
 void *calloc(size_t n, size_t size) { if (counting) count++; return __libc_calloc(n, size); }
 void *realloc(void *p, size_t size) { if (counting) count++; return __libc_realloc(p, size); }

@@ -35,9 +35,9 @@ struct BenchReportTests {
         #expect(row["peerOutput"] as? String == "f32" && row["spoolOutput"] as? String == "f32")
         let spoolMedian = try #require(row["spoolMedianSeconds"] as? Double)
         let peerMedian = try #require(row["peerMedianSeconds"] as? Double)
-        // A poll-based wait rounds a 0.5 s fixture's ~2 ms process up to ~50 ms; a blocking
-        // wait does not. Both processes here run well under 40 ms.
-        #expect(spoolMedian < 0.04 && peerMedian < 0.04, "spool \(spoolMedian) s, peer \(peerMedian) s")
+        // A poll-based wait rounds sox's ~2 ms decode of this 0.5 s fixture up to ~50 ms; a
+        // blocking wait does not.
+        #expect(peerMedian < 0.04, "peer \(peerMedian) s")
         #expect(abs((row["ratio"] as? Double ?? 0) - peerMedian / spoolMedian) < 1e-9)
         #expect((row["spoolMinSeconds"] as? Double ?? .infinity) <= spoolMedian)
     }
