@@ -6,7 +6,8 @@ set -euo pipefail
 packages=(
     pkg-config
     libmpg123-dev libvorbis-dev libsndfile1-dev   # decoders
-    mpg123 vorbis-tools flac sox                   # reference decoders for `spool bench decode`
+    libopusfile-dev                                # Ogg Opus decoder
+    mpg123 vorbis-tools flac sox opus-tools        # reference decoders for `spool bench decode`
     libasound2-dev libsoxr-dev libsamplerate0-dev  # ALSA output and resamplers (buffer-queue back-end)
     libopenal-dev                                  # OpenAL Soft (OpenAL back-end)
     pulseaudio pulseaudio-utils libasound2-plugins # sound server with a null sink, parec, ALSA `default` → server

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds Spool with warnings as errors and runs every test.
+# Builds Spool with warnings as errors and runs every test, then the same tests under the
+# address and thread sanitizers and a short run of each fuzz target.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
@@ -14,6 +15,12 @@ rm -f "$log"
 # report disagrees with what the recording of the server's monitor heard).
 .build/debug/spool bench latency --backends queue,openal --output default --buffer-frames 256 --buffers 3 \
     --starts 10 --seconds 1 --no-reference --acoustic
+
+# The same tests under AddressSanitizer (LeakSanitizer on) and ThreadSanitizer, and every
+# libFuzzer target for a short time (scripts/sanitize.sh; SPOOL_SANITIZE=0 skips it locally).
+if [ "${SPOOL_SANITIZE:-1}" != 0 ]; then
+    ./scripts/sanitize.sh
+fi
 
 # The closing count (Swift Testing's; swift test's XCTest runner finds no tests here).
 echo "tests: ${passed:-0} passed, 0 failed"

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Runs the test suite under AddressSanitizer (with LeakSanitizer) and under ThreadSanitizer,
+# each in its own build folder, then a short run of every libFuzzer target. Called by
+# scripts/test.sh; `scripts/sanitize.sh address`, `thread` or `fuzz` runs one part.
+#
+# Any sanitizer report fails the run: ASan and TSan make the test process (or the `spool`
+# child it started) exit non-zero, which fails the test that started it or the run itself.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+parts=("$@")
+((${#parts[@]})) || parts=(address thread fuzz)
+
+summary() { grep -E '^(✔|✘) Test run with' "$1" | tail -n 1 || true; }
+
+for part in "${parts[@]}"; do
+    case "$part" in
+        address)
+            echo "== AddressSanitizer + LeakSanitizer: every test"
+            swift build --build-tests --sanitize=address --scratch-path .build/asan -Xswiftc -warnings-as-errors 2>&1 \
+                | { grep -v "Cannot export local symbol" || true; } | tail -n 3
+            log=$(mktemp)
+            # detect_leaks is on by default on Linux; the suppressions name toolchain-held memory only.
+            if ! ASAN_OPTIONS="detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1" \
+                LSAN_OPTIONS="suppressions=$PWD/scripts/sanitizers/lsan.supp:print_suppressions=0" \
+                swift test --skip-build --sanitize=address --scratch-path .build/asan >"$log" 2>&1; then
+                grep -E '✘|ERROR: (AddressSanitizer|LeakSanitizer)|SUMMARY' "$log" | head -n 60
+                echo "address sanitizer run failed" >&2
+                exit 1
+            fi
+            summary "$log"; rm -f "$log" ;;
+        thread)
+            echo "== ThreadSanitizer: every test"
+            # SPOOL_THREAD_SANITIZER makes `Locked` annotate its critical sections (see Locked.swift).
+            swift build --build-tests --sanitize=thread --scratch-path .build/tsan -Xswiftc -warnings-as-errors \
+                -Xswiftc -DSPOOL_THREAD_SANITIZER 2>&1 | tail -n 3
+            log=$(mktemp)
+            if ! TSAN_OPTIONS="halt_on_error=0:second_deadlock_stack=1:report_signal_unsafe=0" \
+                swift test --skip-build --sanitize=thread --scratch-path .build/tsan >"$log" 2>&1 \
+                || grep -q "WARNING: ThreadSanitizer" "$log"; then
+                grep -E '✘|WARNING: ThreadSanitizer|SUMMARY' "$log" | head -n 60
+                grep -A 30 -m 3 "WARNING: ThreadSanitizer" "$log" | head -n 120
+                echo "thread sanitizer run failed" >&2
+                exit 1
+            fi
+            summary "$log"; rm -f "$log" ;;
+        fuzz)
+            echo "== libFuzzer targets, ${SPOOL_FUZZ_SECONDS:-15} s each"
+            scripts/fuzz.sh --seconds "${SPOOL_FUZZ_SECONDS:-15}" ;;
+        *) echo "sanitize.sh: unknown part '$part' (address, thread, fuzz)" >&2; exit 2 ;;
+    esac
+done
