@@ -23,8 +23,13 @@ while (($#)); do
         *) targets+=("$1"); shift ;;
     esac
 done
-all=(mp3 vorbis opus sndfile sniff tags)
-((${#targets[@]})) || targets=("${all[@]}")
+# Every Fuzz/*.swift but the shared support is a target.
+if ! ((${#targets[@]})); then
+    for f in Fuzz/*.swift; do
+        t=$(basename "$f" .swift)
+        [ "$t" = FuzzSupport ] || targets+=("$t")
+    done
+fi
 
 out=.build/fuzz
 mkdir -p "$out/artifacts"
