@@ -119,14 +119,14 @@ enum LatencyBench {
     static func table(_ rows: [LatencyRow]) -> String {
         func ms(_ v: Double?) -> String { v.map { $0.isNaN ? "-" : String(format: "%.2f", $0) } ?? "—" }
         return BenchCommand.table(
-            ["backend", "output", "F×P asked", "F×P got", "rate", "floor min/med/max ms", "start p50", "p99", "max",
-             "output ms", "refill p50", "p99", "underruns", "xruns"],
+            ["backend", "output", "timing", "F×P asked", "F×P got", "rate", "floor min/med/max ms", "start p50", "p99", "max",
+             "timeouts", "output ms", "refill p50", "p99", "underruns", "xruns"],
             rows.map { r in
-                [r.kind == "reference" ? "\(r.backend) (ref)" : r.backend, r.output,
+                [r.kind == "reference" ? "\(r.backend) (ref)" : r.backend, r.output, r.timing,
                  "\(r.requestedPeriodFrames)×\(r.requestedPeriods)", "\(r.periodFrames)×\(r.periods)",
                  "\(Int(r.sampleRate))",
                  "\(ms(r.floorMinMs))/\(ms(r.floorMedianMs))/\(ms(r.floorMaxMs))",
-                 ms(r.startP50Ms), ms(r.startP99Ms), ms(r.startMaxMs), ms(r.outputLatencyMs),
+                 ms(r.startP50Ms), ms(r.startP99Ms), ms(r.startMaxMs), "\(r.startTimeouts)", ms(r.outputLatencyMs),
                  ms(r.refillP50Ms), ms(r.refillP99Ms), "\(r.underruns)\(r.load ? " (load)" : "")", "\(r.xruns)"]
             })
     }
@@ -164,7 +164,7 @@ enum LatencyWorker {
                                                         reference: kind == "reference")
         }
         let negotiated = probe.negotiated
-        let startLatencies = try probe.measureStarts(count: starts)
+        let (startLatencies, timedOut) = try probe.measureStarts(count: starts)
         let cpuLoad = load ? CPULoad(threads: max(1, ProcessInfo.processInfo.activeProcessorCount - 1)) : nil
         let steady = try probe.measureSteady(seconds: seconds)
         cpuLoad?.stop()
@@ -176,7 +176,7 @@ enum LatencyWorker {
             floorMinMs: Double((negotiated.periods - 1) * negotiated.periodFrames) * frameMs,
             floorMedianMs: (Double(negotiated.periods) - 0.5) * Double(negotiated.periodFrames) * frameMs,
             floorMaxMs: Double(negotiated.periods * negotiated.periodFrames) * frameMs,
-            starts: startLatencies.count,
+            starts: startLatencies.count, startTimeouts: timedOut, timing: probe.timing,
             startP50Ms: percentile(startLatencies, 50) * 1000, startP99Ms: percentile(startLatencies, 99) * 1000,
             startMaxMs: (startLatencies.max() ?? .nan) * 1000,
             outputLatencyMs: percentile(steady.latencies, 50) * 1000,

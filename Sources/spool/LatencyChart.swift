@@ -37,7 +37,7 @@ enum LatencyChart {
             <svg xmlns="http://www.w3.org/2000/svg" width="\(width)" height="\(height)" font-family="sans-serif" font-size="12">
             <rect width="100%" height="100%" fill="white"/>
             <text x="\(left)" y="24" font-size="16" font-weight="bold">Start latency by device configuration (F frames × P periods)</text>
-            <text x="\(left)" y="40" fill="#555">dot: p50, whisker: p99; grey band: floor (P−1)·F … P·F, line: its median</text>
+            <text x="\(left)" y="40" fill="#555">dot: p50 (filled: observed, hollow: modelled), whisker: p99; grey band: each row's floor (P−1)·F … P·F, line: its median</text>
 
             """
         // Grid lines at 1-2-5 steps.
@@ -55,19 +55,20 @@ enum LatencyChart {
             let x0 = left + column * Double(i)
             let centre = x0 + column / 2
             let inColumn = rows.filter { key($0) == configuration }
-            if let floorRow = inColumn.first {
-                out += "<rect x=\"\(f(x0 + 8))\" y=\"\(f(y(floorRow.floorMaxMs)))\" width=\"\(f(column - 16))\" "
-                    + "height=\"\(f(y(floorRow.floorMinMs) - y(floorRow.floorMaxMs)))\" fill=\"#ddd\"/>\n"
-                out += "<line x1=\"\(f(x0 + 8))\" x2=\"\(f(x0 + column - 8))\" y1=\"\(f(y(floorRow.floorMedianMs)))\" "
-                    + "y2=\"\(f(y(floorRow.floorMedianMs)))\" stroke=\"#999\" stroke-dasharray=\"4 3\"/>\n"
-            }
             for (b, backend) in backends.enumerated() {
                 guard let r = inColumn.first(where: { $0.backend == backend }), r.startP50Ms.isFinite else { continue }
                 let x = centre + (Double(b) - Double(backends.count - 1) / 2) * 18
                 let colour = colours[backend] ?? "#333"
+                // Each row's own floor, from the F × P its device really ran with.
+                out += "<rect x=\"\(f(x - 8))\" y=\"\(f(y(r.floorMaxMs)))\" width=\"16\" "
+                    + "height=\"\(f(y(r.floorMinMs) - y(r.floorMaxMs)))\" fill=\"#ddd\"/>\n"
+                out += "<line x1=\"\(f(x - 8))\" x2=\"\(f(x + 8))\" y1=\"\(f(y(r.floorMedianMs)))\" "
+                    + "y2=\"\(f(y(r.floorMedianMs)))\" stroke=\"#999\" stroke-dasharray=\"3 2\"/>\n"
                 out += "<line x1=\"\(f(x))\" x2=\"\(f(x))\" y1=\"\(f(y(r.startP50Ms)))\" y2=\"\(f(y(r.startP99Ms)))\" stroke=\"\(colour)\" stroke-width=\"2\"/>\n"
                 out += "<line x1=\"\(f(x - 4))\" x2=\"\(f(x + 4))\" y1=\"\(f(y(r.startP99Ms)))\" y2=\"\(f(y(r.startP99Ms)))\" stroke=\"\(colour)\" stroke-width=\"2\"/>\n"
-                out += "<circle cx=\"\(f(x))\" cy=\"\(f(y(r.startP50Ms)))\" r=\"4.5\" fill=\"\(colour)\"><title>\(backend) \(configuration.replacingOccurrences(of: "\n", with: " ")): p50 \(label(r.startP50Ms)) ms, p99 \(label(r.startP99Ms)) ms</title></circle>\n"
+                // Filled: observed (a real device's or server's timing); hollow: modelled.
+                let fill = r.timing == "modelled" ? "fill=\"white\" stroke=\"\(colour)\" stroke-width=\"2\"" : "fill=\"\(colour)\""
+                out += "<circle cx=\"\(f(x))\" cy=\"\(f(y(r.startP50Ms)))\" r=\"4.5\" \(fill)><title>\(backend) \(configuration.replacingOccurrences(of: "\n", with: " ")) (\(r.timing)): p50 \(label(r.startP50Ms)) ms, p99 \(label(r.startP99Ms)) ms</title></circle>\n"
             }
             for (n, line) in configuration.split(separator: "\n").enumerated() {
                 out += "<text x=\"\(f(centre))\" y=\"\(f(top + plotH + 18 + Double(n) * 14))\" text-anchor=\"middle\">\(line)</text>\n"

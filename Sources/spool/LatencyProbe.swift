@@ -18,6 +18,12 @@ struct LatencyRow: Codable {
     var floorMedianMs: Double
     var floorMaxMs: Double
     var starts: Int
+    /// Starts whose first frame was not seen within 2 s: left out of the percentiles, counted here.
+    var startTimeouts: Int
+    /// `observed` when the start and output figures come from a real device's or sound
+    /// server's own timing (ALSA's delay, PulseAudio's latency through OpenAL Soft);
+    /// `modelled` when they come from Spool's clock model of the null device.
+    var timing: String
     var startP50Ms: Double
     var startP99Ms: Double
     var startMaxMs: Double
@@ -38,8 +44,11 @@ struct LatencyRow: Codable {
 /// times, then play steadily.
 protocol LatencyProbe: AnyObject {
     var negotiated: (periodFrames: Int, periods: Int, rate: Double) { get }
-    /// Start latencies in seconds, from the start call to the first frame leaving the device.
-    func measureStarts(count: Int) throws -> [Double]
+    /// `observed` or `modelled` (see `LatencyRow.timing`).
+    var timing: String { get }
+    /// Start latencies in seconds, from the start call to the first frame leaving the device,
+    /// and the number of starts that timed out.
+    func measureStarts(count: Int) throws -> (latencies: [Double], timedOut: Int)
     /// Steady playback for `seconds`: output latency samples (s), refill turnarounds (s; `nil`
     /// when not measurable), underruns, xruns.
     func measureSteady(seconds: Double) throws -> (latencies: [Double], turnarounds: [Double]?, underruns: Int, xruns: Int)
@@ -89,10 +98,14 @@ final class QueueLatencyProbe: LatencyProbe {
         (device.periodFrames, device.periodCount, device.format.sampleRate)
     }
 
-    func measureStarts(count: Int) throws -> [Double] {
+    /// The null device's period timestamps are its own clock's schedule, not a hardware's.
+    var timing: String { device is NullDevice ? "modelled" : "observed" }
+
+    func measureStarts(count: Int) throws -> (latencies: [Double], timedOut: Int) {
         refill.value = false
         var random = SplitMix(seed: 7)
         var latencies: [Double] = []
+        var timedOut = 0
         let period = Double(device.periodFrames) / device.format.sampleRate
         // Let the device settle: a sound server's idle null sink may not pull from a new
         // stream for a second or more, and reports no timing until it does.
@@ -105,10 +118,14 @@ final class QueueLatencyProbe: LatencyProbe {
             try queue.start()
             let deadline = t0 + HostTime.nanoseconds(2)
             while queue.firstFrameHostTime == nil && HostTime.now() < deadline { usleep(100) }
-            if let first = queue.firstFrameHostTime { latencies.append(HostTime.seconds(from: t0, to: first)) }
+            if let first = queue.firstFrameHostTime {
+                latencies.append(HostTime.seconds(from: t0, to: first))
+            } else {
+                timedOut += 1
+            }
             try queue.stop(immediately: true)
         }
-        return latencies
+        return (latencies, timedOut)
     }
 
     func measureSteady(seconds: Double) throws -> (latencies: [Double], turnarounds: [Double]?, underruns: Int, xruns: Int) {

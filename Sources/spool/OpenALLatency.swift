@@ -60,10 +60,18 @@ final class OpenALLatencyProbe: LatencyProbe {
         return (device.updateFrames, device.periodCount ?? periods, device.format.sampleRate)
     }
 
-    func measureStarts(count: Int) throws -> [Double] {
+    /// On the null device OpenAL renders on Spool's clock-paced thread: its latency report is
+    /// that clock's model. On a sound server it is the server's own timing.
+    var timing: String {
+        if case .null = backend.device.kind { return "modelled" }
+        return "observed"
+    }
+
+    func measureStarts(count: Int) throws -> (latencies: [Double], timedOut: Int) {
         refill.value = false
         var random = SplitMix(seed: 7)  // the same start phases as the queue probe
         var latencies: [Double] = []
+        var timedOut = 0
         let rate = backend.device.format.sampleRate
         let period = Double(backend.device.updateFrames) / rate
         // A sound server reports no latency until its timing arrives (about 2 s after an idle
@@ -75,6 +83,7 @@ final class OpenALLatencyProbe: LatencyProbe {
             let t0 = HostTime.now()
             try voice.start()
             let deadline = t0 + HostTime.nanoseconds(2)
+            var seen = false
             while HostTime.now() < deadline {
                 let played = voice.framesPlayed
                 if played > 0 {
@@ -82,15 +91,17 @@ final class OpenALLatencyProbe: LatencyProbe {
                     // offset is heard `outputLatency` from now, so frame 0 was due that much earlier.
                     let heard = Double(HostTime.now()) + (voice.outputLatency - Double(played) / rate) * 1e9
                     latencies.append((heard - Double(t0)) * 1e-9)
+                    seen = true
                     break
                 }
                 usleep(100)
             }
+            if !seen { timedOut += 1 }
             try voice.stop(immediately: true)
             let quiet = HostTime.now() + HostTime.nanoseconds(0.5)
             while voice.isPlaying && HostTime.now() < quiet { usleep(200) }
         }
-        return latencies
+        return (latencies, timedOut)
     }
 
     private func warmUp(seconds: Double) throws {
