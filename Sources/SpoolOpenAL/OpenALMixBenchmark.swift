@@ -6,8 +6,9 @@ import SpoolCore
 /// Measures OpenAL Soft mixing `voices` streaming voices on a loopback device, as fast as
 /// the CPU allows: the OpenAL side of `spool bench mix`.
 ///
-/// Half the voices are at 44.1 kHz (resampled by OpenAL Soft's default resampler), half
-/// at the device rate; each plays a one-second sine of its own frequency, looped by a
+/// The first `convertedShare` of the voices are at 44.1 kHz (resampled by OpenAL Soft's
+/// configured resampler), the rest at the device rate — the same rule as the queue engine's
+/// side of the bench; each plays a one-second sine of its own frequency, looped by a
 /// `VoiceFeeder` in 4096-frame buffers, at volume 1/`voices`. The device renders `seconds` of
 /// audio in periods of `periodFrames`, servicing every voice after each period, on the
 /// calling thread, which is also where OpenAL Soft mixes a loopback device.
@@ -17,20 +18,21 @@ import SpoolCore
 ///   - rate: The device rate in Hz (48 000 in the bench).
 ///   - periodFrames: Frames per render call, 16…8192.
 ///   - channelCount: Channels of each voice's sine, 1 or 2.
+///   - convertedShare: The share of voices at 44.1 kHz, 0…1.
 /// - Returns: Wall-clock seconds and this thread's CPU seconds
 ///   (`clock_gettime(CLOCK_THREAD_CPUTIME_ID)`) for the rendering, after one warm-up period.
 /// - Throws: `.invalidParameter` for a count out of range; OpenAL errors.
 public func benchmarkOpenALMix(voices: Int, seconds: Double, rate: Double, periodFrames: Int,
-                               channelCount: Int = 2) throws -> (renderSeconds: Double, cpuSeconds: Double) {
+                               channelCount: Int = 2, convertedShare: Double = 0.5) throws -> (renderSeconds: Double, cpuSeconds: Double) {
     guard (1...OpenALDevice.defaultSourceLimit).contains(voices), seconds.isFinite, seconds > 0,
-          (1...2).contains(channelCount) else {
-        throw AudioError(.invalidParameter, "mix benchmark needs 1...256 voices, a positive duration and 1 or 2 channels")
+          (1...2).contains(channelCount), (0...1).contains(convertedShare) else {
+        throw AudioError(.invalidParameter, "mix benchmark needs 1...256 voices, a positive duration, 1 or 2 channels and a converted share in 0...1")
     }
     let device = try OpenALDevice(.loopback(OutputConfiguration(sampleRate: rate, periodFrames: periodFrames)))
     defer { device.close() }
     var feeders: [VoiceFeeder] = []
     for v in 0..<voices {
-        let voiceRate = v % 2 == 0 ? rate : 44_100
+        let voiceRate = Double(v) < Double(voices) * convertedShare ? 44_100 : rate
         let format = try AudioFormat(sampleRate: voiceRate, channelCount: channelCount)
         let frequency = 220 + 55 * Double(v % 32)
         let frames = Int(voiceRate)

@@ -6,33 +6,55 @@ import Spool
 /// same voices on its loopback device in the same run.
 enum MixBench {
 
+    /// One back-end's figures: medians over `runs`, with the fastest and slowest beside them.
     struct Row: Codable {
         let backend: String
         let voices: Int
+        /// The share of voices at 44.1 kHz, converted to the 48 kHz device rate.
+        let convertedShare: Double
         let audioSeconds: Double
+        let runs: Int
         let wallSeconds: Double
         let cpuSeconds: Double
-        /// Seconds of audio mixed per second of wall time.
+        /// Seconds of audio mixed per second of wall time (median), and its spread.
         let realTimeFactor: Double
+        let realTimeFactorMin: Double
+        let realTimeFactorMax: Double
         /// Percent of one core each voice costs in real-time playback.
         let cpuPercentPerVoice: Double
+        /// Observed: wall and thread CPU time of the render loop.
+        var kind = "observed"
+    }
+
+    /// Wall and CPU seconds of one run.
+    struct Run: Codable {
+        let wall: Double
+        let cpu: Double
     }
 
     static func run(_ words: [String]) throws {
-        let args = try Arguments(words, valued: ["voices", "seconds", "period", "json", "converted"], switches: ["help"])
+        let args = try Arguments(words, valued: ["voices", "seconds", "period", "json", "converted", "runs"], switches: ["help"])
         if args.has("help") { print(BenchCommand.help); return }
         let voices = try args.int("voices", in: 1...64) ?? 16
         let seconds = try args.double("seconds", in: 0.1...600) ?? 10
         let period = try args.int("period", in: 64...8192) ?? 512
         let convertedShare = try args.double("converted", in: 0...1) ?? 0.5
-        let rows = [try queueEngine(voices: voices, seconds: seconds, periodFrames: period, convertedShare: convertedShare)]
-            + (try openALRows(voices: voices, seconds: seconds, periodFrames: period))
-        print("\(voices) voices (half at 44.1 kHz, converted), \(String(format: "%g", seconds)) s at 48 kHz stereo, \(period)-frame periods")
+        let runs = try args.int("runs", in: 1...100) ?? 5
+        let queueRuns = try (0..<runs).map { _ in
+            try queueEngine(voices: voices, seconds: seconds, periodFrames: period, convertedShare: convertedShare)
+        }
+        let rows = [row("queue", voices: voices, share: convertedShare, seconds: seconds, runs: queueRuns)]
+            + (try openALRows(voices: voices, seconds: seconds, periodFrames: period, convertedShare: convertedShare, runs: runs))
+        let converted = Int((Double(voices) * convertedShare).rounded(.up))
+        print("\(voices) voices (\(converted) at 44.1 kHz, converted), \(String(format: "%g", seconds)) s at 48 kHz stereo, "
+              + "\(period)-frame periods; median of \(runs) runs (spread: slowest–fastest × real time); observed")
         print(BenchCommand.table(
-            ["backend", "wall ms", "cpu ms", "× real time", "cpu % per voice"],
+            ["backend", "wall ms", "cpu ms", "× real time", "spread", "cpu % per voice"],
             rows.map { r in
                 [r.backend, String(format: "%.1f", r.wallSeconds * 1000), String(format: "%.1f", r.cpuSeconds * 1000),
-                 String(format: "%.0f", r.realTimeFactor), String(format: "%.3f", r.cpuPercentPerVoice)]
+                 String(format: "%.0f", r.realTimeFactor),
+                 String(format: "%.0f–%.0f", r.realTimeFactorMin, r.realTimeFactorMax),
+                 String(format: "%.3f", r.cpuPercentPerVoice)]
             }))
         for other in rows.dropFirst() {
             print("queue engine / \(other.backend) speed: " + String(format: "%.2f×", rows[0].realTimeFactor / other.realTimeFactor))
@@ -40,11 +62,12 @@ enum MixBench {
         if let json = args.string("json") { try BenchCommand.writeJSON(rows, to: json) }
     }
 
-    /// OpenAL Soft mixing the same voices (streaming sources, half at 44.1 kHz) on a loopback
-    /// device, once at its own defaults (a linear resampler) and once with its best resampler
-    /// (bsinc24), the quality class of the queue engine's. OpenAL Soft reads its configuration
-    /// once per process, so each runs in a child process (`spool bench mix-openal`).
-    static func openALRows(voices: Int, seconds: Double, periodFrames: Int) throws -> [Row] {
+    /// OpenAL Soft mixing the same voices (streaming sources, the same share at 44.1 kHz) on a
+    /// loopback device, once at its own defaults (a linear resampler) and once with its best
+    /// resampler (bsinc24), the quality class of the queue engine's. OpenAL Soft reads its
+    /// configuration once per process, so each runs in a child process (`spool bench
+    /// mix-openal`), which makes every run and reports them all.
+    static func openALRows(voices: Int, seconds: Double, periodFrames: Int, convertedShare: Double, runs: Int) throws -> [Row] {
         try [("openal (default: linear)", nil), ("openal (bsinc24)", "bsinc24")].map { label, resampler in
             let conf = FileManager.default.temporaryDirectory.appendingPathComponent("spool-mix-\(getpid()).conf")
             try "[general]\n\(resampler.map { "resampler = \($0)\n" } ?? "")".write(to: conf, atomically: true, encoding: .utf8)
@@ -52,7 +75,7 @@ enum MixBench {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
             process.arguments = ["bench", "mix-openal", "--voices", "\(voices)", "--seconds", "\(seconds)",
-                                 "--period", "\(periodFrames)"]
+                                 "--period", "\(periodFrames)", "--converted", "\(convertedShare)", "--runs", "\(runs)"]
             var environment = ProcessInfo.processInfo.environment
             environment["ALSOFT_CONF"] = conf.path
             process.environment = environment
@@ -61,42 +84,70 @@ enum MixBench {
             try process.run()
             let data = out.fileHandleForReading.readDataToEndOfFile()
             process.waitUntilExit()
-            guard process.terminationStatus == 0, let row = try? JSONDecoder().decode(Row.self, from: data) else {
+            guard process.terminationStatus == 0, let measured = try? JSONDecoder().decode([Run].self, from: data), !measured.isEmpty else {
                 throw AudioError(.libraryFailure, "the OpenAL mix benchmark (\(label)) failed")
             }
-            return Row(backend: label, voices: row.voices, audioSeconds: row.audioSeconds, wallSeconds: row.wallSeconds,
-                       cpuSeconds: row.cpuSeconds, realTimeFactor: row.realTimeFactor, cpuPercentPerVoice: row.cpuPercentPerVoice)
+            return row(label, voices: voices, share: convertedShare, seconds: seconds, runs: measured)
         }
     }
 
-    /// `spool bench mix-openal`: the OpenAL half, in a process of its own; prints a row as JSON.
+    /// `spool bench mix-openal`: the OpenAL side, in a process of its own; prints its runs as JSON.
     static func runOpenALWorker(_ words: [String]) throws {
-        let args = try Arguments(words, valued: ["voices", "seconds", "period"], switches: [])
+        let args = try Arguments(words, valued: ["voices", "seconds", "period", "converted", "runs"], switches: [])
         let voices = try args.int("voices", in: 1...64) ?? 16
         let seconds = try args.double("seconds", in: 0.1...600) ?? 10
         let period = try args.int("period", in: 64...8192) ?? 512
-        let (wall, cpu) = try benchmarkOpenALMix(voices: voices, seconds: seconds, rate: 48_000, periodFrames: period)
-        print(String(decoding: try JSONEncoder().encode(row("openal", voices: voices, seconds: seconds, wall: wall, cpu: cpu)),
-                     as: UTF8.self))
+        let share = try args.double("converted", in: 0...1) ?? 0.5
+        let runs = try args.int("runs", in: 1...100) ?? 5
+        let measured = try (0..<runs).map { _ in
+            let (wall, cpu) = try benchmarkOpenALMix(voices: voices, seconds: seconds, rate: 48_000, periodFrames: period,
+                                                     convertedShare: share)
+            return Run(wall: wall, cpu: cpu)
+        }
+        print(String(decoding: try JSONEncoder().encode(measured), as: UTF8.self))
     }
 
-    /// The queue engine's row; `convertedShare` of the voices play at 44.1 kHz (`--converted`).
-    static func queueEngine(voices: Int, seconds: Double, periodFrames: Int, convertedShare: Double) throws -> Row {
+    /// The row for `runs`: the run of median wall time gives the medians, the others the spread.
+    static func row(_ backend: String, voices: Int, share: Double, seconds: Double, runs: [Run]) -> Row {
+        let walls = runs.map(\.wall).sorted(), cpus = runs.map(\.cpu).sorted()
+        let wall = walls[walls.count / 2], cpu = cpus[cpus.count / 2]
+        return Row(backend: backend, voices: voices, convertedShare: share, audioSeconds: seconds, runs: runs.count,
+                   wallSeconds: wall, cpuSeconds: cpu, realTimeFactor: seconds / wall,
+                   realTimeFactorMin: seconds / walls[walls.count - 1], realTimeFactorMax: seconds / walls[0],
+                   cpuPercentPerVoice: cpu / seconds / Double(voices) * 100)
+    }
+
+    /// The queue engine's voices for the bench: `convertedShare` of them play at 44.1 kHz
+    /// (`--converted`), each a one-second sine of its own frequency at volume 1/`voices`, looped
+    /// in place as a cached sound would be, on an offline device at 48 kHz.
+    static func queueMix(voices: Int, periodFrames: Int, convertedShare: Double) throws -> (OfflineDevice, [BufferQueue]) {
         let device = try OfflineDevice(configuration: OutputConfiguration(sampleRate: 48_000, periodFrames: periodFrames))
         let engine = QueueEngine(device: device)
         try engine.start()
         var queues: [BufferQueue] = []
         for v in 0..<voices {
-            let rate: Double = Double(v) < Double(voices) * convertedShare ? 44_100 : 48_000
-            let format = try AudioFormat(sampleRate: rate, channelCount: 2)
-            let tone = try toneBuffer(format: format, frequency: 220 + 55 * Double(v))
-            // The same decoded second goes round and round, in place, as a cached sound would.
+            let format = try AudioFormat(sampleRate: voiceRate(v, of: voices, convertedShare: convertedShare), channelCount: 2)
+            let tone = try toneBuffer(format: format, frequency: voiceFrequency(v))
             let queue = try BufferQueue(format: format, engine: engine) { queue, _ in try? queue.enqueue(tone) }
             try queue.setVolume(1 / Float(voices))
             for _ in 0..<2 { try queue.enqueue(tone) }
             try queue.start()
             queues.append(queue)
         }
+        return (device, queues)
+    }
+
+    /// The rate of voice `v`: the first `convertedShare` of the voices need conversion.
+    static func voiceRate(_ v: Int, of voices: Int, convertedShare: Double) -> Double {
+        Double(v) < Double(voices) * convertedShare ? 44_100 : 48_000
+    }
+
+    /// Voice `v`'s sine: a whole number of cycles per second, so a one-second loop is seamless.
+    static func voiceFrequency(_ v: Int) -> Double { 220 + 55 * Double(v) }
+
+    /// The queue engine's run: `seconds` of the mix rendered in periods, timed.
+    static func queueEngine(voices: Int, seconds: Double, periodFrames: Int, convertedShare: Double) throws -> Run {
+        let (device, queues) = try queueMix(voices: voices, periodFrames: periodFrames, convertedShare: convertedShare)
         let total = Int(seconds * 48_000)
         let buffer = UnsafeMutableBufferPointer<Float>.allocate(capacity: periodFrames * 2)
         defer { buffer.deallocate() }
@@ -110,12 +161,8 @@ enum MixBench {
         }
         let underruns = queues.reduce(0) { $0 + $1.underrunCount }
         if underruns > 0 { printError("spool: warning: \(underruns) underruns while mixing") }
-        return row("queue", voices: voices, seconds: seconds, wall: wall, cpu: cpu)
-    }
-
-    static func row(_ backend: String, voices: Int, seconds: Double, wall: Double, cpu: Double) -> Row {
-        Row(backend: backend, voices: voices, audioSeconds: seconds, wallSeconds: wall, cpuSeconds: cpu,
-            realTimeFactor: seconds / wall, cpuPercentPerVoice: cpu / seconds / Double(voices) * 100)
+        for queue in queues { queue.dispose() }
+        return Run(wall: wall, cpu: cpu)
     }
 
     static func toneBuffer(format: AudioFormat, frequency: Double) throws -> PCMBuffer {

@@ -1,0 +1,52 @@
+import Foundation
+import Testing
+@testable import spool
+import Spool
+
+/// The mix the benchmark times is the mix it claims: its output equals the sum of its voices'
+/// sines, computed here from the formula, not from the engine.
+@Suite("Mix benchmark output")
+struct MixBenchOutputTests {
+    /// Renders `frames` of the bench's queue mix and the expected sum; skips the first `skip`.
+    private func render(voices: Int, share: Double, frames: Int, skip: Int) throws -> (actual: [Float], expected: [Double]) {
+        let (device, queues) = try MixBench.queueMix(voices: voices, periodFrames: 512, convertedShare: share)
+        defer { for queue in queues { queue.dispose() } }
+        var actual: [Float] = []
+        let buffer = UnsafeMutableBufferPointer<Float>.allocate(capacity: 512 * 2)
+        defer { buffer.deallocate() }
+        while actual.count < frames * 2 {
+            try device.render(frames: 512, into: buffer)
+            actual += buffer
+        }
+        var expected = [Double](repeating: 0, count: frames)
+        for v in 0..<voices {
+            let f = MixBench.voiceFrequency(v)
+            for n in 0..<frames { expected[n] += 0.5 * sin(2 * .pi * f * Double(n) / 48_000) / Double(voices) }
+        }
+        return (Array(actual[(skip * 2)..<(frames * 2)]), Array(expected[skip...]))
+    }
+
+    private func snr(_ actual: [Float], _ expected: [Double], channel: Int) -> Double {
+        var signal = 0.0, noise = 0.0
+        for (n, e) in expected.enumerated() {
+            let a = Double(actual[n * 2 + channel])
+            signal += e * e
+            noise += (a - e) * (a - e)
+        }
+        return noise == 0 ? .infinity : 10 * log10(signal / noise)
+    }
+
+    @Test func unconvertedVoicesSumExactly() throws {
+        let (actual, expected) = try render(voices: 8, share: 0, frames: 9600, skip: 1024)
+        for channel in 0..<2 {
+            #expect(snr(actual, expected, channel: channel) > 110, "channel \(channel)")
+        }
+    }
+
+    @Test func convertedVoicesSumToTheSameSines() throws {
+        let (actual, expected) = try render(voices: 8, share: 1, frames: 9600, skip: 1024)
+        for channel in 0..<2 {
+            #expect(snr(actual, expected, channel: channel) > 80, "channel \(channel)")
+        }
+    }
+}
