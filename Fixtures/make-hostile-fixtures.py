@@ -56,3 +56,24 @@ bad_fmt[2:4] = b"\0\0"
 bad_fmt[12:14] = b"\0\0"
 body = b"WAVE" + b"fmt " + struct.pack("<I", len(bad_fmt)) + bytes(bad_fmt) + b"data" + struct.pack("<I", len(data)) + data
 write("wav-zero-channels.wav", b"RIFF" + struct.pack("<I", len(body)) + body)
+
+# MPEG Layer III inside a WAV (WAVE_FORMAT_MPEGLAYER3), as some encoders write it: the frames
+# of mp3-44100-stereo.mp3 (its LAME tag frame included) after an MPEGLAYER3WAVEFORMAT fmt chunk.
+mp3 = open(os.path.join(here, "mp3-44100-stereo.mp3"), "rb").read()
+if mp3[:3] == b"ID3":
+    size = (mp3[6] & 0x7F) << 21 | (mp3[7] & 0x7F) << 14 | (mp3[8] & 0x7F) << 7 | (mp3[9] & 0x7F)
+    mp3 = mp3[10 + size:]
+if mp3[-128:-125] == b"TAG":
+    mp3 = mp3[:-128]
+# wFormatTag 0x55, 2 channels, 44100 Hz, 16000 bytes/s, block align 1, 0 bits, cbSize 12,
+# then wID 1, fdwFlags 2, nBlockSize 418, nFramesPerBlock 1, nCodecDelay 1393.
+mpeg_fmt = struct.pack("<HHIIHHH", 0x55, 2, 44100, 16000, 1, 0, 12) + struct.pack("<HIHHH", 1, 2, 418, 1, 1393)
+body = b"WAVE" + b"fmt " + struct.pack("<I", len(mpeg_fmt)) + mpeg_fmt \
+    + b"fact" + struct.pack("<II", 4, 22050) + b"data" + struct.pack("<I", len(mp3)) + mp3 + (b"\0" if len(mp3) & 1 else b"")
+write("wav-mpeg-layer3.wav", b"RIFF" + struct.pack("<I", len(body)) + body)
+
+# The same with bytes of three frames in the middle overwritten: damage libmpg123 reports.
+damaged = bytearray(b"RIFF" + struct.pack("<I", len(body)) + body)
+for i in range(len(damaged) // 2, len(damaged) // 2 + 1200, 7):
+    damaged[i] = 0x55
+write("wav-mpeg-layer3-damaged.wav", bytes(damaged))

@@ -41,4 +41,27 @@ enum RIFFHeader {
         guard head.count == 36, head.matches("RF64"), head.matches("WAVE", at: 8), head.matches("ds64", at: 12) else { return nil }
         return (0..<8).reduce(UInt64(0)) { $0 | UInt64(head[28 + $1]) << (8 * UInt64($1)) }
     }
+
+    /// The `fmt ` chunk's format tag and the data chunk's byte range of a RIFF/WAVE file (the
+    /// range clamped to the bytes present), or `nil` for anything else.
+    static func wavePayload(reader: ByteReader) -> (formatTag: Int, data: Range<Int>)? {
+        let head = reader.bytes(at: 0, count: 12)
+        guard head.matches("RIFF"), head.matches("WAVE", at: 8) else { return nil }
+        var offset = 12
+        var formatTag: Int?
+        // Bounded by the real size: each step moves forward at least 8 bytes.
+        while offset + 8 <= reader.totalSize {
+            let header = reader.bytes(at: offset, count: 10)
+            guard header.count >= 8 else { return nil }
+            let size = Int(header[4]) | Int(header[5]) << 8 | Int(header[6]) << 16 | Int(header[7]) << 24
+            if header.matches("fmt "), header.count == 10 { formatTag = Int(header[8]) | Int(header[9]) << 8 }
+            if header.matches("data") {
+                guard let formatTag else { return nil }
+                let start = offset + 8
+                return (formatTag, start..<min(reader.totalSize, start + size))
+            }
+            offset += 8 + size + (size & 1)
+        }
+        return nil
+    }
 }

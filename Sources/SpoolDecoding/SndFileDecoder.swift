@@ -214,5 +214,55 @@ extension DecoderFactory {
                 || (p.matches("FORM") && (p.matches("AIFF", at: 8) || p.matches("AIFC", at: 8)))
                 || p.matches("caff") || p.matches("fLaC") || p.matches(".snd") || p.matches("riff\u{2E}\u{91}\u{CF}\u{11}")
         },
-        open: { try SndFileDecoder(source: $0) })
+        open: { source in
+            if let mpeg = try MPEGInWAV.open(source) { return mpeg }
+            return try SndFileDecoder(source: source)
+        })
+}
+
+/// MPEG audio inside a WAV file (format tags 0x0050 and 0x0055, as some encoders write it) is
+/// decoded by Spool's MP3 decoder over the data chunk, not by libsndfile's own MPEG path: so
+/// it is gapless and exactly counted like any MP3, and libmpg123 stays quiet on stderr.
+enum MPEGInWAV {
+    /// `WAVE_FORMAT_MPEG` and `WAVE_FORMAT_MPEGLAYER3`.
+    static let formatTags: Set<Int> = [0x0050, 0x0055]
+
+    static func open(_ source: AudioSource) throws -> (any AudioDecoder)? {
+        let reader = try ByteReader(source: source)
+        guard let payload = RIFFHeader.wavePayload(reader: reader), formatTags.contains(payload.formatTag) else { return nil }
+        guard !payload.data.isEmpty else { throw AudioError(.corruptData, "\(source.name): the WAV file's MPEG data chunk is empty") }
+        let bytes: Data
+        switch source.location {
+        case .memory(let data):
+            bytes = data.subdata(in: (data.startIndex + payload.data.lowerBound)..<(data.startIndex + payload.data.upperBound))
+        case .file(let url):
+            // Mapped, not read: only the pages the decoder touches are loaded.
+            let mapped = try Data(contentsOf: url, options: .alwaysMapped)
+            bytes = mapped.subdata(in: payload.data)
+        }
+        let inner = try MP3Decoder(source: .memory(bytes, name: source.name))
+        return ContainerRenamed(inner, container: "WAV")
+    }
+}
+
+/// A decoder whose stream sits inside another container: everything is the inner decoder's,
+/// except the container's name.
+final class ContainerRenamed: AudioDecoder {
+    private let inner: any AudioDecoder
+    let info: AudioFileInfo
+
+    init(_ inner: any AudioDecoder, container: String) {
+        self.inner = inner
+        var info = inner.info
+        info.container = container
+        self.info = info
+    }
+
+    var format: AudioFormat { inner.format }
+    var frameCount: Int { inner.frameCount }
+    var isFrameCountExact: Bool { inner.isFrameCountExact }
+    var position: Int { inner.position }
+    var warnings: [DecodeWarning] { inner.warnings }
+    func read(into buffer: UnsafeMutableBufferPointer<Float>) throws -> Int { try inner.read(into: buffer) }
+    func seek(toFrame frame: Int) throws { try inner.seek(toFrame: frame) }
 }

@@ -56,4 +56,25 @@ struct HostileHeaderTests {
         #expect(reader.seek(-1, whence: SEEK_END) == 99)
         #expect(reader.position == 99)
     }
+
+    @Test(arguments: [false, true])
+    func mpegInsideAWAVPlaysLikeTheMP3ItHolds(memory: Bool) throws {
+        let decoder = try DecoderRegistry.shared.open(try source("wav-mpeg-layer3.wav", memory: memory))
+        #expect(decoder.info.container == "WAV")
+        #expect(decoder.info.codec == "MPEG-1 Layer III")
+        let mp3 = try DecoderRegistry.shared.open(path: Fixtures.path("mp3-44100-stereo.mp3")).decodeAll()
+        #expect(decoder.frameCount == 22_050, "gapless, from the LAME tag inside the data chunk")
+        let pcm = try decoder.decodeAll()
+        #expect(pcm.frameCount == 22_050)
+        #expect(pcm.withUnsafeSamples(Array.init) == mp3.withUnsafeSamples(Array.init))
+        #expect(decoder.warnings.isEmpty)
+    }
+
+    @Test func damagedMPEGInsideAWAVIsReportedAsSkippedData() throws {
+        let decoder = try DecoderRegistry.shared.open(try source("wav-mpeg-layer3-damaged.wav", memory: false))
+        let pcm = try decoder.decodeAll()
+        #expect(pcm.frameCount > 15_000)
+        #expect(decoder.warnings.contains { $0.kind == .skippedCorruptData })
+        #expect(pcm.frameCount == decoder.frameCount || !decoder.isFrameCountExact)
+    }
 }

@@ -37,3 +37,16 @@ struct DecodeOutputTests {
         }
     }
 }
+
+@Suite("spool decode diagnostics")
+struct DecodeDiagnosticsTests {
+    /// libmpg123 prints its own notes ("Note: Illegal Audio-MPEG-Header…") unless told not
+    /// to; what Spool says goes through its warnings, one `spool:` line each.
+    @Test(arguments: ["hostile/wav-mpeg-layer3-damaged.wav", "broken/corrupt-middle.mp3", "broken/truncated.mp3"])
+    func onlySpoolSpeaksOnStandardError(name: String) throws {
+        let result = try Tool.run(["decode", Tool.fixture(name), "--output", "/dev/null"])
+        let lines = result.stderr.split(separator: "\n")
+        #expect(!lines.isEmpty, "the damage is reported")
+        #expect(lines.allSatisfy { $0.hasPrefix("spool: ") }, "\(result.stderr)")
+    }
+}
