@@ -48,7 +48,7 @@ let package = Package(
         // MARK: - Tests
 
         .testTarget(name: "SpoolCoreTests", dependencies: ["SpoolCore"]),
-        .testTarget(name: "SpoolDecodingTests", dependencies: ["SpoolDecoding"]),
+        .testTarget(name: "SpoolDecodingTests", dependencies: ["SpoolDecoding", "CAllocationCounter"]),
         .testTarget(name: "SpoolBufferQueueTests",
                     dependencies: ["SpoolBufferQueue", "SpoolDecoding", "CAllocationCounter", "SoundServerTestSupport"]),
         .testTarget(name: "SpoolOpenALTests",

@@ -15,6 +15,7 @@ extern void __libc_free(void *);
 
 static __thread int counting;
 static __thread uint64_t count;
+static __thread uint64_t bytes;
 
 #if defined(__has_feature)
 #if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
@@ -22,7 +23,8 @@ static __thread uint64_t count;
 #endif
 #endif
 
-void spool_allocation_counting_begin(void) { count = 0; counting = 1; }
+void spool_allocation_counting_begin(void) { count = 0; bytes = 0; counting = 1; }
+uint64_t spool_allocation_counting_bytes(void) { return bytes; }
 uint64_t spool_allocation_counting_end(void) { counting = 0; return count; }
 
 #ifdef SPOOL_SANITIZER_HOOKS
@@ -31,22 +33,22 @@ uint64_t spool_allocation_counting_end(void) { counting = 0; return count; }
 #include <sanitizer/allocator_interface.h>
 static void spool_on_malloc(const volatile void *pointer, size_t size) {
     (void)pointer;
-    (void)size;
-    if (counting) count++;
+    if (counting) { count++; bytes += size; }
 }
 static void spool_on_free(const volatile void *pointer) { (void)pointer; }
 __attribute__((constructor)) static void spool_install_allocation_hooks(void) {
     __sanitizer_install_malloc_and_free_hooks(spool_on_malloc, spool_on_free);
 }
 #else
-void *malloc(size_t size) { if (counting) count++; return __libc_malloc(size); }
-void *calloc(size_t n, size_t size) { if (counting) count++; return __libc_calloc(n, size); }
-void *realloc(void *p, size_t size) { if (counting) count++; return __libc_realloc(p, size); }
+static inline void note(size_t size) { if (counting) { count++; bytes += size; } }
+void *malloc(size_t size) { note(size); return __libc_malloc(size); }
+void *calloc(size_t n, size_t size) { note(n * size); return __libc_calloc(n, size); }
+void *realloc(void *p, size_t size) { note(size); return __libc_realloc(p, size); }
 void free(void *p) { __libc_free(p); }
-void *memalign(size_t alignment, size_t size) { if (counting) count++; return __libc_memalign(alignment, size); }
-void *aligned_alloc(size_t alignment, size_t size) { if (counting) count++; return __libc_memalign(alignment, size); }
+void *memalign(size_t alignment, size_t size) { note(size); return __libc_memalign(alignment, size); }
+void *aligned_alloc(size_t alignment, size_t size) { note(size); return __libc_memalign(alignment, size); }
 int posix_memalign(void **out, size_t alignment, size_t size) {
-    if (counting) count++;
+    note(size);
     void *p = __libc_memalign(alignment, size);
     if (!p) return ENOMEM;
     *out = p;

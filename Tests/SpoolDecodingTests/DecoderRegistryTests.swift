@@ -57,10 +57,3 @@ struct DecoderRegistryTests {
         #expect(try registry.candidates(for: .memory(Data(repeating: 0x41, count: 64), typeHint: "xyz")).isEmpty)
     }
 }
-
-/// Peak resident memory of this process, in bytes.
-func peakResidentBytes() -> Int {
-    var usage = rusage()
-    getrusage(RUSAGE_SELF.rawValue, &usage)
-    return usage.ru_maxrss * 1024
-}

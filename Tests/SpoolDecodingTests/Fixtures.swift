@@ -20,8 +20,19 @@ enum Fixtures {
         var description: String { file }
     }
 
+    /// A damaged file's facts (`broken` in the manifest), as far as the tests use them.
+    struct BrokenEntry: Decodable, Sendable {
+        let file: String
+        let `case`: String
+        let originalBytes: Int?
+        let truncatedAtByte: Int?
+        let framesPresent: Int?
+        let fullFrames: Int?
+    }
+
     struct Manifest: Decodable {
         let fixtures: [Entry]
+        let broken: [BrokenEntry]
     }
 
     static let manifest: Manifest = {
@@ -30,6 +41,9 @@ enum Fixtures {
     }()
 
     static var all: [Entry] { manifest.fixtures }
+
+    /// The manifest's facts about `broken/<name>`.
+    static func broken(_ name: String) -> BrokenEntry? { manifest.broken.first { $0.file == "broken/\(name)" } }
 
     static func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
 
