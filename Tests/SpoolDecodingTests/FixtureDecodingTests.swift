@@ -21,7 +21,23 @@ struct FixtureDecodingTests {
             #expect(samples == reference, "lossless decode must be bit-exact")
         } else {
             let ratio = snr(samples[...], reference[...])
-            #expect(ratio >= 60, "SNR \(ratio) dB against the reference")
+            let floor = Self.lossyFloorDB(codec: entry.codec)
+            #expect(ratio >= floor, "SNR \(ratio) dB against the reference, below \(floor) dB")
+        }
+    }
+
+    /// What each lossy decoder reaches against ffmpeg's float decode of the same file, less a
+    /// margin of about 10 dB: measured 121.7–123.7 dB for Layer III, 85.9 for Layer II,
+    /// 135.9–136.9 for Vorbis, 62.6 for IMA ADPCM (libsndfile and ffmpeg round its predictor
+    /// differently). A decoder that went through 16-bit integers would land near 90 dB and fail.
+    static func lossyFloorDB(codec: String) -> Double {
+        switch codec {
+        case let c where c.hasSuffix("Layer III"): 110
+        case let c where c.hasSuffix("Layer II"): 80
+        case "Vorbis": 120
+        case "Opus": 100
+        case "IMA ADPCM": 58
+        default: 60
         }
     }
 
