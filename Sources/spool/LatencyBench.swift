@@ -65,6 +65,9 @@ enum LatencyBench {
             rows.append(try runWorker(job))
         }
         print(table(rows))
+        if rows.contains(where: { $0.periodFrames != $0.requestedPeriodFrames || $0.periods != $0.requestedPeriods }) {
+            print("* the device did not honour the F×P asked; floors are computed from what it runs with")
+        }
         if let json = args.string("json") { try BenchCommand.writeJSON(rows, to: json) }
         if let chart = args.string("chart") { try LatencyChart.write(rows, to: chart) }
         if args.has("acoustic") {
@@ -123,7 +126,8 @@ enum LatencyBench {
              "timeouts", "output ms", "refill p50", "p99", "underruns", "xruns"],
             rows.map { r in
                 [r.kind == "reference" ? "\(r.backend) (ref)" : r.backend, r.output, r.timing,
-                 "\(r.requestedPeriodFrames)×\(r.requestedPeriods)", "\(r.periodFrames)×\(r.periods)",
+                 "\(r.requestedPeriodFrames)×\(r.requestedPeriods)",
+                 "\(r.periodFrames)×\(r.periods)\(r.periodFrames == r.requestedPeriodFrames && r.periods == r.requestedPeriods ? "" : " *")",
                  "\(Int(r.sampleRate))",
                  "\(ms(r.floorMinMs))/\(ms(r.floorMedianMs))/\(ms(r.floorMaxMs))",
                  ms(r.startP50Ms), ms(r.startP99Ms), ms(r.startMaxMs), "\(r.startTimeouts)", ms(r.outputLatencyMs),
@@ -163,8 +167,9 @@ enum LatencyWorker {
             (probe, note) = try OpenALLatency.makeProbe(output: output, rate: rate, periodFrames: f, periods: p,
                                                         reference: kind == "reference")
         }
-        let negotiated = probe.negotiated
         let (startLatencies, timedOut) = try probe.measureStarts(count: starts)
+        // After the warm-up the starts include, when a sound server's figures are in.
+        let negotiated = probe.negotiated
         let cpuLoad = load ? CPULoad(threads: max(1, ProcessInfo.processInfo.activeProcessorCount - 1)) : nil
         let steady = try probe.measureSteady(seconds: seconds)
         cpuLoad?.stop()

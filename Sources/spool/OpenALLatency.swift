@@ -55,9 +55,17 @@ final class OpenALLatencyProbe: LatencyProbe {
         }
     }
 
+    /// What the device really runs with. OpenAL Soft tells its update size (`ALC_REFRESH`)
+    /// but not how many updates the sound server buffers: that comes from the server's own
+    /// latency figure (`ALC_DEVICE_CLOCK_LATENCY_SOFT`), in whole updates, once its timing
+    /// has arrived (read after the warm-up); the null device's clock holds what was asked.
     var negotiated: (periodFrames: Int, periods: Int, rate: Double) {
         let device = backend.device
-        return (device.updateFrames, device.periodCount ?? periods, device.format.sampleRate)
+        if let count = device.periodCount { return (device.updateFrames, count, device.format.sampleRate) }
+        let update = Double(device.updateFrames) / device.format.sampleRate
+        let held = device.deviceLatency
+        let count = held > 0 ? max(1, Int((held / update).rounded())) : periods
+        return (device.updateFrames, count, device.format.sampleRate)
     }
 
     /// On the null device OpenAL renders on Spool's clock-paced thread: its latency report is
