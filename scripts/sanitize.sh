@@ -30,9 +30,9 @@ for part in "${parts[@]}"; do
             summary "$log"; rm -f "$log" ;;
         thread)
             echo "== ThreadSanitizer: every test"
-            # SPOOL_THREAD_SANITIZER makes `Locked` annotate its critical sections (see Locked.swift).
+            # `Locked` announces its critical sections to the sanitizer (see Sources/SpoolCore/Locked.swift).
             swift build --build-tests --sanitize=thread --scratch-path .build/tsan -Xswiftc -warnings-as-errors \
-                -Xswiftc -DSPOOL_THREAD_SANITIZER 2>&1 | tail -n 3
+                2>&1 | tail -n 3
             log=$(mktemp)
             if ! TSAN_OPTIONS="halt_on_error=0:second_deadlock_stack=1:report_signal_unsafe=0" \
                 swift test --skip-build --sanitize=thread --scratch-path .build/tsan >"$log" 2>&1 \

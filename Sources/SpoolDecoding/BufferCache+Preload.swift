@@ -158,10 +158,10 @@ extension BufferCache {
 
     /// Each file's outcome, written by whichever worker loaded it.
     private final class PreloadOutcomes: Sendable {
-        private let slots: Mutex<[PreloadOutcome?]>
-        init(count: Int) { slots = Mutex(Array(repeating: nil, count: count)) }
-        func set(_ outcome: PreloadOutcome, at index: Int) { slots.withLock(tracedAs: self) { $0[index] = outcome } }
-        var all: [PreloadOutcome?] { slots.withLock(tracedAs: self) { $0 } }
+        private let slots: Locked<[PreloadOutcome?]>
+        init(count: Int) { slots = Locked(Array(repeating: nil, count: count)) }
+        func set(_ outcome: PreloadOutcome, at index: Int) { slots.withLock { $0[index] = outcome } }
+        var all: [PreloadOutcome?] { slots.withLock { $0 } }
     }
 
     /// Loads one folder entry, or says why not.

@@ -26,9 +26,8 @@ public final class BufferCache: Sendable {
     /// The registry that opens decoders on a miss.
     public let registry: DecoderRegistry
     // Every field of `State` — recency list, index, pending decodes, registered assets,
-    // counters — changes only inside this lock, and never while decoding. Taken through
-    // `withLock(tracedAs:)` so that ThreadSanitizer sees its hand-offs.
-    let state = Mutex(State())
+    // counters — changes only inside this lock, and never while decoding.
+    let state = Locked(State())
 
     /// Makes an empty cache.
     /// - Parameters:
@@ -132,7 +131,7 @@ public final class BufferCache: Sendable {
     ///   - name: The name to ask for it by.
     ///   - typeHint: A file extension or MIME type, only used to break ties between decoders.
     public func register(_ data: Data, name: String, typeHint: String? = nil) {
-        let dropped = state.withLock(tracedAs: self) { state -> [PCMBuffer] in
+        let dropped = state.withLock { state -> [PCMBuffer] in
             state.nextGeneration += 1
             state.assets[name] = Asset(data: data, typeHint: typeHint, generation: state.nextGeneration)
             return state.invalidate(.named(name))
@@ -145,7 +144,7 @@ public final class BufferCache: Sendable {
     /// - Returns: Whether the name was registered.
     @discardableResult
     public func unregister(name: String) -> Bool {
-        let (found, dropped) = state.withLock(tracedAs: self) { state -> (Bool, [PCMBuffer]) in
+        let (found, dropped) = state.withLock { state -> (Bool, [PCMBuffer]) in
             let found = state.assets.removeValue(forKey: name) != nil
             return (found, state.invalidate(.named(name)))
         }
@@ -157,7 +156,7 @@ public final class BufferCache: Sendable {
     /// - Parameter name: A registered name.
     /// - Returns: An in-memory source named `name`, or `nil` when nothing is registered under it.
     public func source(named name: String) -> AudioSource? {
-        guard let asset = state.withLock(tracedAs: self, { $0.assets[name] }) else { return nil }
+        guard let asset = state.withLock({ $0.assets[name] }) else { return nil }
         return .memory(asset.data, name: name, typeHint: asset.typeHint)
     }
 
@@ -194,7 +193,7 @@ public final class BufferCache: Sendable {
     /// - Parameter name: A registered name.
     /// - Returns: A key for `buffer(forKey:)`, or `nil` when nothing is registered under `name`.
     public func key(named name: String) -> Key? {
-        state.withLock(tracedAs: self) { state in
+        state.withLock { state in
             state.assets[name].map { Key(identity: .named(name), version: .registration($0.generation)) }
         }
     }
@@ -210,7 +209,7 @@ public final class BufferCache: Sendable {
     /// - Throws: `AudioError.Code.invalidState` for an explicit key (`Key(_:)`) with nothing
     ///   cached under it, or the errors of `buffer(forPath:)` and `buffer(named:)`.
     public func buffer(forKey key: Key) throws -> PCMBuffer {
-        switch state.withLock(tracedAs: self, { $0.lookup(key, versionIsCurrent: key.isUnversioned, startDecode: false) }) {
+        switch state.withLock({ $0.lookup(key, versionIsCurrent: key.isUnversioned, startDecode: false) }) {
         case .hit(let buffer): return buffer
         case .wait(let pending): return try pending.wait()
         case .decode, .absent: break
@@ -229,7 +228,7 @@ public final class BufferCache: Sendable {
     /// - Throws: `AudioError.Code.invalidState` for an explicit key with nothing cached under
     ///   it, or the errors of `buffer(forPath:)` and `buffer(named:)`.
     public func buffer(forKey key: Key) async throws -> PCMBuffer {
-        switch state.withLock(tracedAs: self, { $0.lookup(key, versionIsCurrent: key.isUnversioned, startDecode: false) }) {
+        switch state.withLock({ $0.lookup(key, versionIsCurrent: key.isUnversioned, startDecode: false) }) {
         case .hit(let buffer): return buffer
         case .wait(let pending): return try await pending.value
         case .decode, .absent: break
@@ -276,7 +275,7 @@ public final class BufferCache: Sendable {
     /// - Returns: Whether an item was cached.
     @discardableResult
     public func remove(_ key: Key) -> Bool {
-        let dropped = state.withLock(tracedAs: self) { $0.invalidate(key.identity) }
+        let dropped = state.withLock { $0.invalidate(key.identity) }
         withExtendedLifetime(dropped) {}
         return !dropped.isEmpty
     }
@@ -284,7 +283,7 @@ public final class BufferCache: Sendable {
     /// Drops every cached item; registered data stays. The closest Apple call is
     /// `NSCache.removeAllObjects()`.
     public func removeAll() {
-        let dropped = state.withLock(tracedAs: self) { state in
+        let dropped = state.withLock { state in
             state.recency.identitiesOldestFirst.flatMap { state.invalidate($0) }
         }
         withExtendedLifetime(dropped) {}
@@ -292,12 +291,12 @@ public final class BufferCache: Sendable {
 
     /// Counters and byte totals, read together at one instant.
     public var stats: BufferCacheStats {
-        state.withLock(tracedAs: self) { $0.stats(budgetBytes: budgetBytes) }
+        state.withLock { $0.stats(budgetBytes: budgetBytes) }
     }
 
     /// Cached keys, least recently used first (for tests).
     var keysByRecency: [Key] {
-        state.withLock(tracedAs: self) { state in
+        state.withLock { state in
             state.recency.identitiesOldestFirst.compactMap { state.recency.key(of: $0, in: state.index) }
         }
     }
@@ -446,7 +445,7 @@ public struct BufferCacheStats: Sendable, Equatable, CustomStringConvertible {
 extension BufferCache {
     /// Blocking: answers from memory, waits for a decode in flight, or decodes here.
     func obtain(_ key: Key, decode: () throws -> PCMBuffer) throws -> PCMBuffer {
-        switch state.withLock(tracedAs: self, { $0.lookup(key, versionIsCurrent: true, startDecode: true) }) {
+        switch state.withLock({ $0.lookup(key, versionIsCurrent: true, startDecode: true) }) {
         case .hit(let buffer): return buffer
         case .wait(let pending): return try pending.wait()
         case .decode(let pending): return try run(key, pending, decode: decode)
@@ -457,7 +456,7 @@ extension BufferCache {
     /// Async: like the blocking form, but a decode runs on a Dispatch worker thread: it reads
     /// files and may take many milliseconds, which must not hold a cooperative-pool thread.
     func obtain(_ key: Key, decode: @escaping @Sendable () throws -> PCMBuffer) async throws -> PCMBuffer {
-        switch state.withLock(tracedAs: self, { $0.lookup(key, versionIsCurrent: true, startDecode: true) }) {
+        switch state.withLock({ $0.lookup(key, versionIsCurrent: true, startDecode: true) }) {
         case .hit(let buffer): return buffer
         case .wait(let pending): return try await pending.value
         case .decode(let pending):
@@ -475,7 +474,7 @@ extension BufferCache {
         let result = Result { try decode() }
         let elapsed = clock.now - start
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18
-        let dropped = state.withLock(tracedAs: self) { state in
+        let dropped = state.withLock { state in
             state.finish(key, pending, result, seconds: seconds, budgetBytes: budgetBytes)
         }
         withExtendedLifetime(dropped) {}
@@ -494,7 +493,7 @@ extension BufferCache {
     }
 
     private func namedKey(_ name: String) throws -> (Key, AudioSource) {
-        guard let asset = state.withLock(tracedAs: self, { $0.assets[name] }) else {
+        guard let asset = state.withLock({ $0.assets[name] }) else {
             throw AudioError(.fileNotFound, "no in-memory audio is registered under the name '\(name)'")
         }
         return (Key(identity: .named(name), version: .registration(asset.generation)),
@@ -521,7 +520,7 @@ final class PendingDecode: Sendable {
         var result: Result<PCMBuffer, any Error>?
         var continuations: [CheckedContinuation<PCMBuffer, any Error>] = []
     }
-    private let outcome = Mutex(Outcome())
+    private let outcome = Locked(Outcome())
     // Entered at creation, left once the result is set: blocking waiters wait on it.
     private let finished = DispatchGroup()
 
@@ -532,7 +531,7 @@ final class PendingDecode: Sendable {
 
     /// Sets the result and wakes every waiter, blocking and async.
     func complete(_ result: Result<PCMBuffer, any Error>) {
-        let continuations = outcome.withLock(tracedAs: self) { outcome in
+        let continuations = outcome.withLock { outcome in
             outcome.result = result
             defer { outcome.continuations = [] }
             return outcome.continuations
@@ -544,14 +543,14 @@ final class PendingDecode: Sendable {
     /// Blocks until the result is in.
     func wait() throws -> PCMBuffer {
         finished.wait()
-        return try outcome.withLock(tracedAs: self) { $0.result }?.get() ?? Self.lostResult()
+        return try outcome.withLock { $0.result }?.get() ?? Self.lostResult()
     }
 
     /// Suspends until the result is in.
     var value: PCMBuffer {
         get async throws {
             try await withCheckedThrowingContinuation { continuation in
-                let ready = outcome.withLock(tracedAs: self) { outcome -> Result<PCMBuffer, any Error>? in
+                let ready = outcome.withLock { outcome -> Result<PCMBuffer, any Error>? in
                     if let result = outcome.result { return result }
                     outcome.continuations.append(continuation)
                     return nil
@@ -829,49 +828,6 @@ extension BufferCache {
             if older >= 0 { slots[older].newer = newer } else { oldestSlot = newer }
             slots[slot].newer = -1
             slots[slot].older = -1
-        }
-    }
-}
-
-// MARK: - Lock hand-offs ThreadSanitizer can see
-
-/// ThreadSanitizer's annotation entry points, present only in a process built with
-/// `-sanitize=thread`; found with `dlsym`, so that other builds pay one nil check per lock.
-///
-/// On Linux, `Mutex` hands a contended lock from one thread to the next inside the kernel
-/// (priority-inheritance futexes): no user-space atomic carries the hand-off, so ThreadSanitizer
-/// misses the ordering the lock provides and reports the critical sections as racing.
-/// Announcing each acquisition and release on one address per lock restores that ordering
-/// in its model; it adds no ordering the lock does not already give.
-struct ThreadSanitizerHooks: @unchecked Sendable {
-    // Sendable: two C function pointers, set once and only read.
-    typealias Hook = @convention(c) (UnsafeRawPointer?) -> Void
-    let acquire: Hook
-    let release: Hook
-
-    static let current: ThreadSanitizerHooks? = {
-        let everywhere = UnsafeMutableRawPointer(bitPattern: 0)  // RTLD_DEFAULT
-        guard let acquire = dlsym(everywhere, "__tsan_acquire"), let release = dlsym(everywhere, "__tsan_release") else {
-            return nil
-        }
-        return ThreadSanitizerHooks(acquire: unsafeBitCast(acquire, to: Hook.self),
-                                    release: unsafeBitCast(release, to: Hook.self))
-    }()
-}
-
-extension Mutex where Value: ~Copyable {
-    /// `withLock`, announcing the lock's hand-offs to ThreadSanitizer at `owner`'s address.
-    /// - Parameters:
-    ///   - owner: The object that owns this mutex, one per mutex.
-    ///   - body: The critical section.
-    /// - Returns: What `body` returns.
-    borrowing func withLock<Result: Sendable>(tracedAs owner: AnyObject, _ body: (inout Value) -> Result) -> Result {
-        withLock { value in
-            guard let hooks = ThreadSanitizerHooks.current else { return body(&value) }
-            let address = UnsafeRawPointer(Unmanaged.passUnretained(owner).toOpaque())
-            hooks.acquire(address)
-            defer { hooks.release(address) }
-            return body(&value)
         }
     }
 }

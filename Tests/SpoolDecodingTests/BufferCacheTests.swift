@@ -40,9 +40,9 @@ struct BufferCacheTests {
 
     /// Values appended from any thread.
     final class Collected<Element: Sendable>: Sendable {
-        private let items = Mutex<[Element]>([])
-        func append(_ item: Element) { items.withLock(tracedAs: self) { $0.append(item) } }
-        var all: [Element] { items.withLock(tracedAs: self) { $0 } }
+        private let items = Locked<[Element]>([])
+        func append(_ item: Element) { items.withLock { $0.append(item) } }
+        var all: [Element] { items.withLock { $0 } }
     }
 
     /// Polls `condition` every millisecond for up to 10 s.
