@@ -119,15 +119,17 @@ extension BufferCache {
     }
 
     /// Decodes every audio file in a folder into the cache on Dispatch worker threads,
-    /// suspending the caller until all are done.
+    /// suspending the caller until all are done: the `async` twin of `preload(directory:)`,
+    /// named apart so that a blocking call inside an `async` function still means the
+    /// blocking one.
     /// - Parameters:
     ///   - directory: The folder's path.
     ///   - maximumConcurrency: Files decoded at once; all cores unless given.
     /// - Returns: What loaded, what failed and what was skipped.
     /// - Throws: `AudioError.Code.fileNotFound` when the folder cannot be listed,
     ///   `AudioError.Code.invalidParameter` when `maximumConcurrency` is less than 1.
-    public func preload(directory: String,
-                        maximumConcurrency: Int = ProcessInfo.processInfo.activeProcessorCount) async throws -> PreloadReport {
+    public func loadDirectory(_ directory: String,
+                              maximumConcurrency: Int = ProcessInfo.processInfo.activeProcessorCount) async throws -> PreloadReport {
         // Decoding blocks on file reads: it runs on Dispatch's threads, not the cooperative pool.
         try await withCheckedThrowingContinuation { continuation in
             DispatchQueue.global().async {
@@ -145,9 +147,9 @@ extension BufferCache {
     /// - Returns: What loaded, what failed and what was skipped.
     /// - Throws: `AudioError.Code.fileNotFound` when the folder cannot be listed,
     ///   `AudioError.Code.invalidParameter` when `maximumConcurrency` is less than 1.
-    public func preload(directory: URL,
-                        maximumConcurrency: Int = ProcessInfo.processInfo.activeProcessorCount) async throws -> PreloadReport {
-        try await preload(directory: directory.path, maximumConcurrency: maximumConcurrency)
+    public func loadDirectory(_ directory: URL,
+                              maximumConcurrency: Int = ProcessInfo.processInfo.activeProcessorCount) async throws -> PreloadReport {
+        try await loadDirectory(directory.path, maximumConcurrency: maximumConcurrency)
     }
 
     private enum PreloadOutcome: Sendable {

@@ -60,12 +60,15 @@ public final class BufferCache: Sendable {
         return try obtain(try .file(absolutePath: absolute)) { try self.decode(.file(path: absolute)) }
     }
 
-    /// The decoded audio of a file, decoding it off the caller's task when it is not cached.
+    /// The decoded audio of a file, decoding it off the caller's task when it is not cached:
+    /// the `async` twin of `buffer(forPath:)`. Each `load…` method is the `async` twin of a
+    /// blocking `buffer…` one, named apart so that inside an `async` function either can be
+    /// called (with one name, the `async` overload would always win).
     /// - Parameter path: The file's path.
     /// - Returns: The whole file's PCM.
     /// - Throws: `AudioError.Code.fileNotFound` when the file cannot be found,
     ///   `AudioError.Code.readFailed` when the path is not a regular file, or the decoder's error.
-    public func buffer(forPath path: String) async throws -> PCMBuffer {
+    public func loadBuffer(forPath path: String) async throws -> PCMBuffer {
         let absolute = Self.absolutePath(path)
         return try await obtain(try .file(absolutePath: absolute)) { try self.decode(.file(path: absolute)) }
     }
@@ -84,8 +87,8 @@ public final class BufferCache: Sendable {
     /// - Returns: The whole file's PCM.
     /// - Throws: `AudioError.Code.invalidParameter` for a URL that is not a file,
     ///   `AudioError.Code.fileNotFound`, or the decoder's error.
-    public func buffer(for url: URL) async throws -> PCMBuffer {
-        try await buffer(forPath: Self.filePath(of: url))
+    public func loadBuffer(for url: URL) async throws -> PCMBuffer {
+        try await loadBuffer(forPath: Self.filePath(of: url))
     }
 
     // MARK: - Sources
@@ -110,9 +113,9 @@ public final class BufferCache: Sendable {
     /// - Parameter source: The encoded audio.
     /// - Returns: The whole source's PCM.
     /// - Throws: `AudioError.Code.fileNotFound` for a missing file, or the decoder's error.
-    public func buffer(for source: AudioSource) async throws -> PCMBuffer {
+    public func loadBuffer(for source: AudioSource) async throws -> PCMBuffer {
         switch source.location {
-        case .file(let url): return try await buffer(for: url)
+        case .file(let url): return try await loadBuffer(for: url)
         case .memory(let data): return try await obtain(.memory(data)) { try self.decode(source) }
         }
     }
@@ -175,7 +178,7 @@ public final class BufferCache: Sendable {
     /// - Returns: The asset's PCM.
     /// - Throws: `AudioError.Code.fileNotFound` when nothing is registered under `name`, or
     ///   the decoder's error.
-    public func buffer(named name: String) async throws -> PCMBuffer {
+    public func loadBuffer(named name: String) async throws -> PCMBuffer {
         let (key, source) = try namedKey(name)
         return try await obtain(key) { try self.decode(source) }
     }
@@ -227,16 +230,16 @@ public final class BufferCache: Sendable {
     /// - Returns: The cached PCM, or the current PCM of the file or asset.
     /// - Throws: `AudioError.Code.invalidState` for an explicit key with nothing cached under
     ///   it, or the errors of `buffer(forPath:)` and `buffer(named:)`.
-    public func buffer(forKey key: Key) async throws -> PCMBuffer {
+    public func loadBuffer(forKey key: Key) async throws -> PCMBuffer {
         switch state.withLock({ $0.lookup(key, versionIsCurrent: key.isUnversioned, startDecode: false) }) {
         case .hit(let buffer): return buffer
         case .wait(let pending): return try await pending.value
         case .decode, .absent: break
         }
         switch key.identity {
-        case .file(let path): return try await buffer(forPath: path)
-        case .named(let name): return try await buffer(named: name)
-        case .memory(let data): return try await buffer(for: .memory(data))
+        case .file(let path): return try await loadBuffer(forPath: path)
+        case .named(let name): return try await loadBuffer(named: name)
+        case .memory(let data): return try await loadBuffer(for: .memory(data))
         case .custom(let name): throw Self.nothingCached(under: name)
         }
     }
@@ -261,7 +264,7 @@ public final class BufferCache: Sendable {
     ///   - decode: Makes the audio; runs on a Dispatch worker thread, not the caller's task.
     /// - Returns: The cached or newly made PCM.
     /// - Throws: Whatever `decode` throws.
-    public func buffer(forKey key: Key, decode: @escaping @Sendable () throws -> PCMBuffer) async throws -> PCMBuffer {
+    public func loadBuffer(forKey key: Key, decode: @escaping @Sendable () throws -> PCMBuffer) async throws -> PCMBuffer {
         try await obtain(key, decode: decode)
     }
 

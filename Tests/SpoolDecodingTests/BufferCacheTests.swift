@@ -127,11 +127,11 @@ struct BufferCacheTests {
         let path = folder.file("one.wav")
         try Self.writeWAV(path, frames: 500, seed: 4)
         let cache = try BufferCache(budgetBytes: 1 << 20)
-        let first = try await cache.buffer(forPath: path)
-        let again = try await cache.buffer(forPath: path)
-        let viaURL = try await cache.buffer(for: URL(fileURLWithPath: path))
-        let viaSource = try await cache.buffer(for: AudioSource.file(path: path))
-        let viaKey = try await cache.buffer(forKey: cache.key(forPath: path))
+        let first = try await cache.loadBuffer(forPath: path)
+        let again = try await cache.loadBuffer(forPath: path)
+        let viaURL = try await cache.loadBuffer(for: URL(fileURLWithPath: path))
+        let viaSource = try await cache.loadBuffer(for: AudioSource.file(path: path))
+        let viaKey = try await cache.loadBuffer(forKey: cache.key(forPath: path))
         for buffer in [again, viaURL, viaSource, viaKey] {
             #expect(buffer.storageIdentifier == first.storageIdentifier)
         }
@@ -279,21 +279,21 @@ struct BufferCacheTests {
         cache.register(try Data(contentsOf: URL(fileURLWithPath: path)), name: "click", typeHint: "wav")
         try FileManager.default.removeItem(atPath: path)
 
-        #expect(try await cache.buffer(named: "click").samples == click)
-        #expect(try await cache.buffer(named: "click").samples == click)
+        #expect(try await cache.loadBuffer(named: "click").samples == click)
+        #expect(try await cache.loadBuffer(named: "click").samples == click)
         #expect((cache.stats.decodeCount, cache.stats.hits) == (1, 1))
         let source = try #require(cache.source(named: "click"))
         #expect(source.name == "click")
         #expect(source.typeHint == "wav")
         #expect(try DecoderRegistry.shared.open(source).decodeAll().samples == click)
         let key = try #require(cache.key(named: "click"))
-        #expect(try await cache.buffer(forKey: key).samples == click)
+        #expect(try await cache.loadBuffer(forKey: key).samples == click)
 
         // Registering the name again replaces the audio.
         let tock = try Self.writeWAV(path, frames: 300, seed: 20)
         cache.register(try Data(contentsOf: URL(fileURLWithPath: path)), name: "click", typeHint: "wav")
-        #expect(try await cache.buffer(named: "click").samples == tock)
-        #expect(try await cache.buffer(forKey: key).samples == tock)  // the old registration's key
+        #expect(try await cache.loadBuffer(named: "click").samples == tock)
+        #expect(try await cache.loadBuffer(forKey: key).samples == tock)  // the old registration's key
 
         #expect(cache.unregister(name: "click"))
         #expect(cache.source(named: "click") == nil)
@@ -368,9 +368,9 @@ struct BufferCacheTests {
     @Test func asyncSerialPreloadAgreesWithTheParallelOne() async throws {
         let folder = try Folder()
         _ = try Self.makeSoundFolder(folder)
-        let parallel = try await BufferCache(budgetBytes: 64 << 20).preload(directory: folder.path)
-        let serial = try await BufferCache(budgetBytes: 64 << 20).preload(directory: URL(fileURLWithPath: folder.path),
-                                                                          maximumConcurrency: 1)
+        let parallel = try await BufferCache(budgetBytes: 64 << 20).loadDirectory(folder.path)
+        let serial = try await BufferCache(budgetBytes: 64 << 20).loadDirectory(URL(fileURLWithPath: folder.path),
+                                                                               maximumConcurrency: 1)
         #expect(serial.loaded.map(\.frameCount) == parallel.loaded.map(\.frameCount))
         #expect(serial.loaded.count == 4)
         #expect(serial.failed.map(\.path) == parallel.failed.map(\.path))
@@ -448,7 +448,7 @@ extension BufferCacheTests {
             let decode = Self.gatedDecode(decodes, gate, seed: 11)
             let identities = try await withThrowingTaskGroup(of: ObjectIdentifier.self) { group in
                 for _ in 0..<32 {
-                    group.addTask { try await cache.buffer(forKey: BufferCache.Key("shared"), decode: decode).storageIdentifier }
+                    group.addTask { try await cache.loadBuffer(forKey: BufferCache.Key("shared"), decode: decode).storageIdentifier }
                 }
                 try await BufferCacheTests.waitUntil { cache.stats.misses == 32 }
                 gate.open()
@@ -476,7 +476,7 @@ extension BufferCacheTests {
                 }.start()
             }
             let taskResults = try await withThrowingTaskGroup(of: ObjectIdentifier.self) { group in
-                for _ in 0..<8 { group.addTask { try await cache.buffer(forKey: key, decode: decode).storageIdentifier } }
+                for _ in 0..<8 { group.addTask { try await cache.loadBuffer(forKey: key, decode: decode).storageIdentifier } }
                 try await BufferCacheTests.waitUntil { cache.stats.misses == 16 }
                 gate.open()
                 return try await group.reduce(into: [ObjectIdentifier]()) { $0.append($1) }
@@ -500,12 +500,12 @@ extension BufferCacheTests {
             let written = try BufferCacheTests.writeWAV(path, frames: 4_000, seed: 13)
             let cache = try BufferCache(budgetBytes: 1 << 20)
             let identities = try await withThrowingTaskGroup(of: ObjectIdentifier.self) { group in
-                for _ in 0..<16 { group.addTask { try await cache.buffer(forPath: path).storageIdentifier } }
+                for _ in 0..<16 { group.addTask { try await cache.loadBuffer(forPath: path).storageIdentifier } }
                 return try await group.reduce(into: [ObjectIdentifier]()) { $0.append($1) }
             }
             #expect(Set(identities).count == 1)
             #expect(cache.stats.decodeCount == 1)
-            #expect(try await cache.buffer(forPath: path).samples == written)
+            #expect(try await cache.loadBuffer(forPath: path).samples == written)
         }
 
         @Test func failuresAreNotCached() async throws {
@@ -526,7 +526,7 @@ extension BufferCacheTests {
                 for _ in 0..<6 {
                     group.addTask {
                         do {
-                            _ = try await cache.buffer(forKey: key, decode: flaky)
+                            _ = try await cache.loadBuffer(forKey: key, decode: flaky)
                             return nil
                         } catch let error as AudioError {
                             return error.code
@@ -542,12 +542,25 @@ extension BufferCacheTests {
             #expect(cache.stats.itemCount == 0)
 
             // The next request tries again, and that success is cached.
-            let buffer = try await cache.buffer(forKey: key, decode: flaky)
+            let buffer = try await cache.loadBuffer(forKey: key, decode: flaky)
             #expect(buffer.samples == BufferCacheTests.samples(frames: 64, seed: 14))
-            _ = try await cache.buffer(forKey: key, decode: flaky)
+            _ = try await cache.loadBuffer(forKey: key, decode: flaky)
             #expect(attempts.value == 2)
             let stats = cache.stats
             #expect((stats.decodeCount, stats.failedDecodes, stats.itemCount) == (2, 1, 1))
         }
+    }
+
+    /// Inside an `async` function the blocking calls still mean the blocking ones: each
+    /// `async` twin has a name of its own (`loadBuffer`, `loadDirectory`).
+    @Test func blockingCallsWorkInsideAsyncFunctions() async throws {
+        let cache = try BufferCache(budgetBytes: 64 << 20)
+        let path = Fixtures.path("wav-44100-stereo-s16.wav")
+        let blocking: PCMBuffer = try cache.buffer(forPath: path)
+        let suspending: PCMBuffer = try await cache.loadBuffer(forPath: path)
+        #expect(blocking.frameCount == 22_050)
+        #expect(suspending.withUnsafeSamples(Array.init) == blocking.withUnsafeSamples(Array.init))
+        let report = try cache.preload(directory: Fixtures.directory.appendingPathComponent("hostile").path)
+        #expect(!report.loaded.isEmpty)
     }
 }
