@@ -34,11 +34,11 @@ public struct DecoderFactory: Sendable {
 ///
 /// The closest Apple API is `AudioFileOpenURL` with a file-type hint.
 public final class DecoderRegistry: Sendable {
-    /// The registry with Spool's decoders: MP3 (libmpg123), Ogg Vorbis (libvorbisfile) and
-    /// WAV/AIFF/CAF/FLAC (libsndfile). An Ogg stream goes to the decoder of what it carries,
-    /// told by its first packet: the Vorbis decoder claims only Vorbis, so Ogg FLAC, Speex
-    /// and the rest get an error that names them.
-    public static let shared = DecoderRegistry(factories: [.mp3, .vorbis.claimingOnlyOgg(.vorbis), .sndfile])
+    /// The registry with Spool's decoders: MP3 (libmpg123), Ogg Opus (libopusfile), Ogg
+    /// Vorbis (libvorbisfile) and WAV/AIFF/CAF/FLAC (libsndfile). An Ogg stream goes to the
+    /// decoder of what it carries, told by its first packet: the Vorbis decoder claims only
+    /// Vorbis, so Ogg FLAC, Speex and the rest get an error that names them.
+    public static let shared = DecoderRegistry(factories: [.mp3, .opus, .vorbis.claimingOnlyOgg(.vorbis), .sndfile])
 
     private let factories: Mutex<[DecoderFactory]>
 
@@ -106,7 +106,7 @@ public final class DecoderRegistry: Sendable {
     public func open(_ source: AudioSource) throws -> any AudioDecoder {
         let candidates = try candidates(for: source)
         guard let first = candidates.first else {
-            throw AudioError(.unsupportedFormat, "\(source.name): not a recognised audio format (MP3, Ogg Vorbis, WAV, AIFF, CAF or FLAC)")
+            throw AudioError(.unsupportedFormat, "\(source.name): not a recognised audio format (MP3, Ogg Vorbis, Ogg Opus, WAV, AIFF, CAF or FLAC)")
         }
         var firstError: (any Error)?
         for factory in candidates {

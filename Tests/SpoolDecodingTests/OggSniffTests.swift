@@ -96,6 +96,21 @@ struct OggSniffTests {
         #expect(decoder.frameCount == 22_050)
     }
 
+    @Test func opusIsOpusWhateverItIsNamed() throws {
+        let opus = try OggFixtures.data("opus-48000-stereo.opus")
+        #expect(OggPayload.streams(in: [UInt8](opus)) == [.opus])
+        #expect(try DecoderRegistry.shared.candidates(for: .memory(opus)).map(\.name) == ["opus"])
+        for hint in [nil, "ogg", "opus", "vorbis", "mp3"] {
+            let decoder = try DecoderRegistry.shared.open(.memory(opus, name: "o", typeHint: hint))
+            #expect(decoder.info.codec == "Opus", "\(hint ?? "no hint")")
+            #expect(decoder.frameCount == 24_000)
+        }
+        // Without the Opus decoder, the registry names it.
+        let withoutOpus = DecoderRegistry(factories: [.mp3, .vorbis.claimingOnlyOgg(.vorbis), .sndfile])
+        #expect(Self.openError(.memory(opus, name: "o"), registry: withoutOpus)?.message
+                == "o: an Ogg stream carrying Opus, which Spool does not decode")
+    }
+
     @Test func aProgramsOwnOggDecoderStillGetsItsPayload() throws {
         // The registry names payloads only when no decoder claims them.
         let registry = DecoderRegistry(factories: [.mp3, .vorbis.claimingOnlyOgg(.vorbis), .sndfile])
