@@ -31,11 +31,14 @@ let package = Package(
         .systemLibrary(
             name: "CSampleRate", path: "Sources/CSampleRate", pkgConfig: "samplerate",
             providers: [.apt(["libsamplerate0-dev"])]),
+        .systemLibrary(
+            name: "COpusFile", path: "Sources/COpusFile", pkgConfig: "opusfile",
+            providers: [.apt(["libopusfile-dev"])]),
 
         // MARK: - Targets
 
         .target(name: "SpoolCore"),
-        .target(name: "SpoolDecoding", dependencies: ["SpoolCore", "CMPG123", "CVorbisFile", "CSndFile"]),
+        .target(name: "SpoolDecoding", dependencies: ["SpoolCore", "CMPG123", "CVorbisFile", "CSndFile", "COpusFile"]),
         .target(name: "SpoolBufferQueue", dependencies: ["SpoolCore", "CALSA", "CSoxr", "CSampleRate"]),
         .target(name: "SpoolOpenAL", dependencies: ["SpoolCore", "COpenAL"]),
         .target(name: "Spool", dependencies: ["SpoolCore", "SpoolDecoding", "SpoolBufferQueue", "SpoolOpenAL"]),

@@ -34,9 +34,11 @@ public struct DecoderFactory: Sendable {
 ///
 /// The closest Apple API is `AudioFileOpenURL` with a file-type hint.
 public final class DecoderRegistry: Sendable {
-    /// The registry with Spool's decoders: MP3 (libmpg123), Ogg Vorbis (libvorbisfile) and
-    /// WAV/AIFF/CAF/FLAC (libsndfile).
-    public static let shared = DecoderRegistry(factories: [.mp3, .vorbis, .sndfile])
+    /// The registry with Spool's decoders: MP3 (libmpg123), Ogg Opus (libopusfile), Ogg
+    /// Vorbis (libvorbisfile) and WAV/AIFF/CAF/FLAC (libsndfile). An Ogg stream goes to the
+    /// decoder of what it carries, told by its first packet: the Vorbis decoder claims only
+    /// Vorbis, so Ogg FLAC, Speex and the rest get an error that names them.
+    public static let shared = DecoderRegistry(factories: [.mp3, .opus, .vorbis.claimingOnlyOgg(.vorbis), .sndfile])
 
     private let factories: Mutex<[DecoderFactory]>
 
@@ -65,8 +67,35 @@ public final class DecoderRegistry: Sendable {
         if prefix.count < 12 {
             throw AudioError(.truncated, "\(source.name): only \(prefix.count) bytes, too few to hold any audio header")
         }
+        // An Ogg stream says what it carries in its first page, so when no decoder claims it
+        // there is nothing to try by extension: name the payload.
+        if OggPayload.isOgg(prefix) {
+            throw AudioError(.unsupportedFormat, "\(source.name): \(OggPayload.describe(prefix)), which Spool does not decode")
+        }
         guard let hint else { return [] }
+        // Named as Ogg but without an Ogg page anywhere near the start: say what it is not,
+        // rather than let an Ogg decoder call it "an Ogg stream that is not Vorbis". (A page
+        // further on, after junk, is left to the decoders, which resynchronise.)
+        if Self.oggTypeHints.contains(hint), !Self.containsOggPage(prefix) {
+            throw AudioError(.unsupportedFormat,
+                "\(source.name): not an Ogg stream (no Ogg page in its first \(prefix.count) bytes) although named as one, and no other format Spool recognises")
+        }
         return all.filter { $0.typeHints.contains(hint) }
+    }
+
+    /// Extensions and MIME types that promise an Ogg container.
+    static let oggTypeHints: Set<String> = [
+        "ogg", "oga", "ogv", "ogx", "opus", "spx", "vorbis",
+        "audio/ogg", "audio/opus", "audio/vorbis", "video/ogg", "application/ogg",
+    ]
+
+    private static func containsOggPage(_ bytes: [UInt8]) -> Bool {
+        var i = 0
+        while i + 4 <= bytes.count {
+            if bytes[i] == 0x4F, bytes.matches("OggS", at: i) { return true }
+            i += 1
+        }
+        return false
     }
 
     /// Opens a decoder for the source.
@@ -77,7 +106,7 @@ public final class DecoderRegistry: Sendable {
     public func open(_ source: AudioSource) throws -> any AudioDecoder {
         let candidates = try candidates(for: source)
         guard let first = candidates.first else {
-            throw AudioError(.unsupportedFormat, "\(source.name): not a recognised audio format (MP3, Ogg Vorbis, WAV, AIFF, CAF or FLAC)")
+            throw AudioError(.unsupportedFormat, "\(source.name): not a recognised audio format (MP3, Ogg Vorbis, Ogg Opus, WAV, AIFF, CAF or FLAC)")
         }
         var firstError: (any Error)?
         for factory in candidates {
@@ -92,6 +121,19 @@ public final class DecoderRegistry: Sendable {
         case .memory(let data): return [UInt8](data.prefix(4096))
         case .file: return try ByteReader(source: source).bytes(at: 0, count: 4096)
         }
+    }
+}
+
+extension DecoderFactory {
+    /// This factory, claiming a source only when it is an Ogg stream that carries `payload`
+    /// (one of the streams its first pages open) and its own sniff agrees.
+    ///
+    /// For a decoder whose own sniff takes any Ogg page, e.g. `.vorbis`.
+    func claimingOnlyOgg(_ payload: OggPayload) -> DecoderFactory {
+        let sniff = self.sniff
+        return DecoderFactory(name: name, typeHints: typeHints,
+                              sniff: { OggPayload.streams(in: $0).contains(payload) && sniff($0) },
+                              open: open)
     }
 }
 
