@@ -44,7 +44,7 @@ extension BufferCache {
     /// File extensions taken for audio without looking inside: the formats Spool's decoders
     /// read. Files with other extensions are loaded when their first bytes are recognised.
     public static let audioFileExtensions: Set<String> = [
-        "mp3", "mp2", "mp1", "mpga", "ogg", "oga", "wav", "wave", "aif", "aiff", "aifc", "caf",
+        "mp3", "mp2", "mp1", "mpga", "ogg", "oga", "opus", "wav", "wave", "aif", "aiff", "aifc", "caf",
         "flac", "rf64", "w64", "au", "snd",
     ]
 

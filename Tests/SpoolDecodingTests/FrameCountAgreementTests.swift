@@ -9,21 +9,16 @@ import SpoolCore
 @Suite("Frame count agreement")
 struct FrameCountAgreementTests {
     static let files: [String] = {
-        let fm = FileManager.default
-        var names: [String] = []
-        for folder in ["", "broken", "hostile", "mp3", "ogg", "opus"] {
-            let dir = Fixtures.directory.appendingPathComponent(folder)
-            guard let items = try? fm.contentsOfDirectory(atPath: dir.path) else { continue }
-            for item in items.sorted() {
-                let name = folder.isEmpty ? item : "\(folder)/\(item)"
+        let skipped: Set<String> = ["json", "md", "sh", "py", "f32", "txt"]
+        guard let walk = FileManager.default.enumerator(atPath: Fixtures.directory.path) else { return [] }
+        return walk.compactMap { $0 as? String }
+            .filter { !$0.hasPrefix("reference/") && !$0.contains("/reference/") }
+            .filter { name in
                 var isDirectory: ObjCBool = false
-                guard fm.fileExists(atPath: Fixtures.path(name), isDirectory: &isDirectory), !isDirectory.boolValue,
-                      !item.hasSuffix(".json"), !item.hasSuffix(".md"), !item.hasSuffix(".sh"), !item.hasSuffix(".py"),
-                      !item.hasSuffix(".f32") else { continue }
-                names.append(name)
+                return FileManager.default.fileExists(atPath: Fixtures.path(name), isDirectory: &isDirectory)
+                    && !isDirectory.boolValue && !skipped.contains(URL(fileURLWithPath: name).pathExtension)
             }
-        }
-        return names
+            .sorted()
     }()
 
     @Test(arguments: files)
