@@ -84,7 +84,9 @@ for t in "${targets[@]}"; do
     seeds "$t" | while read -r f; do cp -n "$f" "$corpus/" 2>/dev/null || true; done
     limit=(-max_total_time="$seconds")
     [ -n "$runs" ] && limit=(-runs="$runs")
-    echo "fuzz: $t (${runs:+$runs runs}${runs:-$seconds s}, $(ls "$corpus" | wc -l) inputs in the corpus)"
+    budget="$seconds s"
+    [ -n "$runs" ] && budget="$runs runs"
+    echo "fuzz: $t ($budget, $(ls "$corpus" | wc -l) inputs in the corpus)"
     log="$out/$t.log"
     # max_len 32 KiB: long enough for every header and several packets, short enough to run fast.
     if ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=1" "$out/fuzz-$t" "${limit[@]}" -max_len=32768 \
