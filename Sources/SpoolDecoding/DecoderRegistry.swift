@@ -40,11 +40,11 @@ public final class DecoderRegistry: Sendable {
     /// Vorbis, so Ogg FLAC, Speex and the rest get an error that names them.
     public static let shared = DecoderRegistry(factories: [.mp3, .opus, .vorbis.claimingOnlyOgg(.vorbis), .sndfile])
 
-    private let factories: Mutex<[DecoderFactory]>
+    private let factories: Locked<[DecoderFactory]>
 
     /// Makes a registry with the given factories, tried in order.
     public init(factories: [DecoderFactory]) {
-        self.factories = Mutex(factories)
+        self.factories = Locked(factories)
     }
 
     /// Adds a format; it is tried before the ones already registered.
