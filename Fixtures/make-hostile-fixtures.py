@@ -77,3 +77,12 @@ damaged = bytearray(b"RIFF" + struct.pack("<I", len(body)) + body)
 for i in range(len(damaged) // 2, len(damaged) // 2 + 1200, 7):
     damaged[i] = 0x55
 write("wav-mpeg-layer3-damaged.wav", bytes(damaged))
+
+# Found by the sndfile fuzz target (kept as it was found): a LIST chunk before the data that
+# claims 4 GiB, in a WAV whose fmt chunk says 65529 channels; libsndfile 1.2 spins on it for
+# ever inside sf_open, so Spool must refuse it before libsndfile sees it.
+write("wav-list-claims-4gib.wav", bytes.fromhex(
+    "52494646ee58010057415645666d7420100000000100f9ff44ac000010b10200040010004c495354ffffffffffffffff"
+    "fffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7ffffffffffffffffffffffffffffff"
+    "ffffffffffffffffff380000004900000000000101d90000005370537472690b6e004100674d0053706f6f6c20546573"
+    "740000495052440900006946007874757265730000646174618858010037000f13f12342aaaa"))

@@ -64,4 +64,31 @@ enum RIFFHeader {
         }
         return nil
     }
+
+    /// A chunk before the sound data whose size runs past the end of the file, in a RIFF/WAVE
+    /// or AIFF file: the header cannot be walked to its data, and libsndfile 1.2 spins for
+    /// ever on such a `LIST` chunk, so Spool refuses it first. `nil` when every chunk up to
+    /// the data chunk fits (a cut-off data chunk or trailing chunk is a truncation, not this).
+    static func chunkOverrunningTheFile(reader: ByteReader) -> (id: String, offset: Int, size: Int)? {
+        let head = reader.bytes(at: 0, count: 12)
+        let isRIFF = head.matches("RIFF") && head.matches("WAVE", at: 8)
+        let isAIFF = head.matches("FORM") && (head.matches("AIFF", at: 8) || head.matches("AIFC", at: 8))
+        guard isRIFF || isAIFF else { return nil }
+        let dataID = isRIFF ? "data" : "SSND"
+        var offset = 12
+        while offset + 8 <= reader.totalSize {
+            let header = reader.bytes(at: offset, count: 8)
+            guard header.count == 8 else { return nil }
+            if header.matches(dataID) { return nil }
+            let size = isRIFF
+                ? Int(header[4]) | Int(header[5]) << 8 | Int(header[6]) << 16 | Int(header[7]) << 24
+                : Int(header[7]) | Int(header[6]) << 8 | Int(header[5]) << 16 | Int(header[4]) << 24
+            if offset + 8 + size > reader.totalSize {
+                return (String(decoding: header[0..<4].map { (32...126).contains($0) ? $0 : UInt8(ascii: "?") }, as: UTF8.self),
+                        offset, size)
+            }
+            offset += 8 + size + (size & 1)
+        }
+        return nil
+    }
 }

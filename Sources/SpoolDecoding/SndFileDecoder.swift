@@ -21,6 +21,9 @@ final class SndFileDecoder: AudioDecoder {
         reader = try ByteReader(source: source)
         name = source.name
         guard reader.size > 0 else { throw AudioError(.emptyInput, "\(name): the input is empty") }
+        if let chunk = RIFFHeader.chunkOverrunningTheFile(reader: reader) {
+            throw AudioError(.corruptData, "\(name): the '\(chunk.id)' chunk at byte \(chunk.offset) claims \(chunk.size) bytes, more than the file's \(reader.totalSize), before any audio")
+        }
         var sfInfo = SF_INFO()
         guard let handle = Self.open(reader, &sfInfo) else {
             let status = sf_error(nil)
