@@ -53,11 +53,12 @@ final class MP3Decoder: AudioDecoder {
 
         handle = try MPG123Handle(name: name)
         // Quiet: libmpg123 prints its notes to stderr otherwise. No gapless and no info frame:
-        // it sees only audio frames and decodes every one, Spool trims. No Frankenstein
-        // streams: a frame that would change the format is not played.
+        // it sees only audio frames and decodes every one, Spool trims. No read-ahead: the
+        // frames are known good, and a stream of one frame has no next header to confirm it.
+        // No Frankenstein streams: a frame that would change the format is not played.
         try handle.check(mpg123_param2(handle.raw, Int32(MPG123_ADD_FLAGS.rawValue),
                                        Int(MPG123_FORCE_FLOAT.rawValue | MPG123_QUIET.rawValue | MPG123_NO_FRANKENSTEIN.rawValue
-                                           | MPG123_IGNORE_INFOFRAME.rawValue), 0))
+                                           | MPG123_IGNORE_INFOFRAME.rawValue | MPG123_NO_READAHEAD.rawValue), 0))
         try handle.check(mpg123_param2(handle.raw, Int32(MPG123_REMOVE_FLAGS.rawValue), Int(MPG123_GAPLESS.rawValue), 0))
         // A negative index size lets the frame index grow to every frame: exact seeks anywhere.
         try handle.check(mpg123_param2(handle.raw, Int32(MPG123_INDEX_SIZE.rawValue), -1000, 0))

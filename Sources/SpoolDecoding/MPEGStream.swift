@@ -291,13 +291,13 @@ private struct FrameScanner {
     }
 
     /// Three frames chained from `position`, or a shorter chain that ends at the end of the
-    /// audio or at a tag.
+    /// audio, at a tag, or in a last frame the file ends inside.
     mutating func chainStarts(at position: Int, continuing first: MPEGAudioHeader?) -> MPEGAudioHeader? {
         guard let start = header(at: position, continuing: first) else { return nil }
         var p = position
         var h = start
         for _ in 0..<3 {
-            guard h.frameBytes <= end - p else { return nil }
+            guard h.frameBytes <= end - p else { return p > position ? start : nil }
             p += h.frameBytes
             if p == end || tagSize(at: p) != nil { return start }
             guard let next = header(at: p, continuing: start) else { return nil }

@@ -20,6 +20,26 @@ struct MP3StreamFactsTests {
         #expect(decoder.warnings.isEmpty)
     }
 
+    @Test func streamsOfOneFrame() throws {
+        // One bare frame: libmpg123 alone refuses it (no next header to confirm the first).
+        let base = MP3Fixtures.entry("base-24000-stereo-short.mp3")
+        let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: base.path)))
+        let frame = MPEGAudioHeader(bytes)!.frameBytes
+        let one = try DecoderRegistry.shared.open(.memory(Data(bytes.prefix(frame)), typeHint: "mp3"))
+        #expect(one.frameCount == 576)
+        let samples = try one.decodeAll().samples
+        let whole = try LibMPG123.decode(path: base.path, gapless: false).samples
+        #expect(firstDifference(samples[...], whole[0..<(576 * 2)]) == "same")
+        #expect(one.warnings.isEmpty)
+        // The short LAME file cut inside its second audio frame: its one whole frame lies
+        // inside the encoder delay, so nothing is left to play, and that is said.
+        let lame = [UInt8](try Data(contentsOf: URL(fileURLWithPath: MP3Fixtures.entry("short-24000-stereo.mp3").path)))
+        let cut = try DecoderRegistry.shared.open(.memory(Data(lame.prefix(600)), typeHint: "mp3"))
+        #expect(cut.frameCount == 0)
+        #expect(try cut.decodeAll().frameCount == 0)
+        #expect(cut.warnings.map(\.kind) == [.truncated])
+    }
+
     @Test("bit rate measured from the frames, VBR when frame bit rates vary",
           arguments: MP3Fixtures.all.filter { $0.isVBR != nil })
     func bitRateAndVBR(_ entry: MP3Fixtures.Entry) throws {
