@@ -448,6 +448,15 @@ cp "$TMP/lame-44-vbr.mp3" mp3/lame-44100-stereo-vbr.mp3
 add lame-44100-stereo-vbr.mp3 $V44 $V44S $V44E '{}' "the plain LAME file the tag fixtures are made of"
 cp "$TMP/lame-16.mp3" mp3/lame-16000-mono-vbr.mp3
 add lame-16000-mono-vbr.mp3 $M16 $M16S $M16E '{}' "the plain MPEG-2 LAME file"
+# ffmpeg writes its own Info+LAME frame ("Lavc"), whose CRC-16 does not match
+# LAME's for MPEG-2; its delay and padding hold all the same.
+master "$TMP/16-1-short.wav" 16000 1 4000
+ffmpeg -nostdin -v error -y -i "$TMP/16-1-short.wav" -map_metadata -1 -fflags +bitexact -flags:a +bitexact \
+    -id3v2_version 0 -c:a libmp3lame -b:a 32k mp3/ffmpeg-16000-mono.mp3
+py strip mp3/ffmpeg-16000-mono.mp3 mp3/base-16000-mono-ffmpeg.mp3
+ffmpeg -nostdin -v error -y -i mp3/base-16000-mono-ffmpeg.mp3 -f f32le -c:a pcm_f32le mp3/reference/base-16000-mono-ffmpeg.mp3.f32
+read -r FFS FFE <<<"$(trims mp3/ffmpeg-16000-mono.mp3)"
+add ffmpeg-16000-mono.mp3 base-16000-mono-ffmpeg.mp3 $FFS $FFE '{}' "MPEG-2 CBR 32k by ffmpeg (libmp3lame), ffmpeg's own Info+LAME frame"
 # Cut mid-way: the Info frame still claims every frame. The delay is trimmed
 # at the start all the same; the padding is not (the end is gone).
 py cut "$TMP/lame-16.mp3" mp3/truncated-16000-mono.mp3 0.6
@@ -463,9 +472,9 @@ add truncated-16000-mono.mp3 $M16 $M16S 0 '{}' "lame-16000-mono-vbr.mp3 cut at 6
     "{\"damaged\":true,\"warnings\":[\"truncated\"],\"rawFrames\":$((cut_frames * 576))}"
 
 # ---------------------------------------------------------------------------
-# Overwritten header bytes. The LAME tag's CRC-16 no longer matches: its delay
-# and padding are not trusted, only the decoder's own 529-frame delay is
-# trimmed (as for a Xing header without LAME data).
+# Overwritten header bytes. Whatever LAME's delay and padding say is trimmed
+# (as libmpg123 does), but never more than there is; a Xing frame count that
+# differs from the frames present leaves the end untrimmed (the frames decide).
 # ---------------------------------------------------------------------------
 mutate() { # NAME SOURCE OFFSET HEX
     cp "$2" "mp3/$1"
@@ -473,20 +482,25 @@ mutate() { # NAME SOURCE OFFSET HEX
 }
 F=$(py lame "$TMP/lame-44-vbr.mp3" framesAt)
 N=$(py lame "$TMP/lame-44-vbr.mp3" frames)
+V44D=$(py lame "$TMP/lame-44-vbr.mp3" delay)
+V44P=$(py lame "$TMP/lame-44-vbr.mp3" padding)
 lamemut() { # NAME DELAY PADDING NOTE
     cp "$TMP/lame-44-vbr.mp3" "mp3/$1"
     py setlame "mp3/$1" "$2" "$3"
-    add "$1" $V44 529 0 '{}' "$4" '{"damaged":true}'
+    local d=$2 p=$3
+    [[ $d == - ]] && d=$V44D
+    [[ $p == - ]] && p=$V44P
+    add "$1" $V44 $((d + 529)) $((p > 529 ? p - 529 : 0)) '{}' "$4" '{"damaged":true}'
 }
 lamemut lame-delay-padding-4095.mp3 4095 4095 "LAME delay and padding overwritten with 4095 each (bytes FF FF FF)"
 lamemut lame-delay-4095.mp3 4095 - "LAME delay overwritten with 4095"
 lamemut lame-padding-4095.mp3 - 4095 "LAME padding overwritten with 4095"
 lamemut lame-delay-padding-0.mp3 0 0 "LAME delay and padding overwritten with 0"
 mutate xing-frames-short.mp3 "$TMP/lame-44-vbr.mp3" "$F" "$(printf '%08x' $((N - 1)))"
-add xing-frames-short.mp3 $V44 529 0 '{}' "Xing frame count one short of the frames present" '{"damaged":true}'
+add xing-frames-short.mp3 $V44 $V44S 0 '{}' "Xing frame count one short of the frames present" '{"damaged":true}'
 L24=$(py lame "$TMP/lame-24.mp3" framesAt)
 mutate short-24000-xing-frames-short.mp3 "$TMP/lame-24.mp3" "$L24" 00000002
-add short-24000-xing-frames-short.mp3 $S24 529 0 '{}' "the short file with its Xing frame count one short" '{"damaged":true}'
+add short-24000-xing-frames-short.mp3 $S24 $S24S 0 '{}' "the short file with its Xing frame count one short" '{"damaged":true}'
 # ID3v2 header bytes overwritten: the tag's size claims past the end of the
 # file, or the magic is gone. Its bytes are then junk in front of the first
 # frame, skipped without playing them.

@@ -81,7 +81,7 @@ struct MPEGInfoFrame: Equatable {
     var frames: Int?
     /// Stream bytes the header counts.
     var bytes: Int?
-    /// LAME's encoder delay and padding, in samples, when its tag's CRC-16 checks out.
+    /// LAME's encoder delay and padding, in samples.
     var lame: (delay: Int, padding: Int)?
 
     /// The decoder's own delay that libmpg123 (like LAME's decoder) trims with any Xing
@@ -106,12 +106,11 @@ struct MPEGInfoFrame: Equatable {
             if flags & 2 != 0 { bytes = b.count - cursor >= 4 ? MP3Tags.bigEndian(b, cursor, bytes: 4) : nil; cursor += 4 }
             if flags & 4 != 0 { cursor += 100 }  // seek table
             if flags & 8 != 0 { cursor += 4 }  // quality
-            // LAME's extension: encoder string (9), revision/method, lowpass, replay gain (8),
-            // flags, ABR rate, delay and padding (12 bits each), …, music CRC, then a CRC-16
-            // of every byte of the frame before it. Damaged bytes fail the CRC: then delay
-            // and padding are not trusted.
-            if cursor < b.count, b[cursor] != 0, b.count - cursor >= 36,
-               Self.crc16(b[0..<(cursor + 34)]) == MP3Tags.bigEndian(b, cursor + 34, bytes: 2) {
+            // LAME's extension (written by LAME and by ffmpeg): encoder string (9), revision
+            // and method, lowpass, replay gain (8), flags, ABR rate, then the delay and the
+            // padding, 12 bits each. libmpg123 takes them whenever the first byte is not zero,
+            // and so does Spool. (Its CRC-16 is no test: ffmpeg's MPEG-2 tags fail it.)
+            if cursor < b.count, b[cursor] != 0, b.count - cursor >= 24 {
                 lame = (Int(b[cursor + 21]) << 4 | Int(b[cursor + 22]) >> 4, Int(b[cursor + 22] & 0x0F) << 8 | Int(b[cursor + 23]))
             }
         } else if b.matches("VBRI", at: 36) {
@@ -137,15 +136,5 @@ struct MPEGInfoFrame: Equatable {
     /// decoder's delay that shifted it), when the stream ends where the header says.
     var endTrim: Int {
         max(0, (lame?.padding ?? 0) - Self.decoderDelay)
-    }
-
-    /// CRC-16 (polynomial 0x8005, reflected, initial value 0), as LAME computes it.
-    static func crc16(_ bytes: ArraySlice<UInt8>) -> Int {
-        var crc: UInt16 = 0
-        for byte in bytes {
-            crc ^= UInt16(byte)
-            for _ in 0..<8 { crc = crc & 1 != 0 ? (crc >> 1) ^ 0xA001 : crc >> 1 }
-        }
-        return Int(crc)
     }
 }
