@@ -74,8 +74,8 @@ struct MPEGAudioHeader: Equatable {
 /// The header frame an encoder may put before the audio: Xing/Info (LAME writes `Info` for
 /// CBR, `Xing` otherwise, then its own extension with the gapless delay and padding) or
 /// Fraunhofer's VBRI. It is not audio: Spool keeps it out of libmpg123's sight.
-struct MPEGInfoFrame: Equatable {
-    enum Kind: Equatable { case xing, info, vbri }
+struct MPEGInfoFrame {
+    enum Kind { case xing, info, vbri }
     let kind: Kind
     /// Audio frames the header counts (the header frame itself not included).
     var frames: Int?
@@ -87,11 +87,6 @@ struct MPEGInfoFrame: Equatable {
     /// The decoder's own delay that libmpg123 (like LAME's decoder) trims with any Xing
     /// header: its synthesis filter outputs the first input sample 529 samples late.
     static let decoderDelay = 529
-
-    static func == (a: Self, b: Self) -> Bool {
-        a.kind == b.kind && a.frames == b.frames && a.bytes == b.bytes && a.lame?.delay == b.lame?.delay
-            && a.lame?.padding == b.lame?.padding
-    }
 
     /// Parses the first frame, `frame` (its bytes, perhaps fewer than the header claims).
     init?(frame b: [UInt8], header: MPEGAudioHeader) {

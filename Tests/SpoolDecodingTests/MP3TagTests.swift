@@ -109,11 +109,19 @@ struct MP3ParserBoundsTests {
         #expect(frames == Self.rawFrames)
         #expect(decoder.warnings.map(\.kind) == [.truncated])
         #expect(MPEGInfoFrame(frame: Array(bytes.prefix(60)), header: MPEGAudioHeader(bytes)!)?.frames == 0xFFFF_FFFF)
-        // An Info frame cut inside its fields.
+        // An Info frame cut inside its fields: 'Xing' sits at 36 (MPEG-1 stereo), LAME's
+        // delay and padding end at 180. What is cut off is not read, nor made up.
         let lame = [UInt8](try Data(contentsOf: URL(fileURLWithPath: MP3Fixtures.entry("lame-44100-stereo-vbr.mp3").path)))
-        for cut in [37, 40, 44, 60, 150, 170, 190] {
-            _ = MPEGInfoFrame(frame: Array(lame.prefix(cut)), header: MPEGAudioHeader(lame)!)
+        let header = try #require(MPEGAudioHeader(lame))
+        for cut in [37, 40, 43, 44, 47, 48, 60, 150, 179, 180, header.frameBytes] {
+            let info = MPEGInfoFrame(frame: Array(lame.prefix(cut)), header: header)
+            #expect((info != nil) == (cut >= 44), "\(cut)")
+            #expect((info?.frames != nil) == (cut >= 48), "\(cut)")
+            #expect((info?.lame != nil) == (cut >= 180), "\(cut)")
         }
+        let whole = MPEGInfoFrame(frame: Array(lame.prefix(header.frameBytes)), header: header)
+        #expect(whole?.lame?.delay == 576)
+        #expect(whole?.startTrim == MP3Fixtures.entry("lame-44100-stereo-vbr.mp3").startTrim)
     }
 
     @Test func aFileOfNothingButTagsEnds() throws {
