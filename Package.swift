@@ -55,6 +55,7 @@ let package = Package(
                     dependencies: ["SpoolOpenAL", "SpoolBufferQueue", "SpoolDecoding", "CAllocationCounter",
                                    "SoundServerTestSupport"]),
         .testTarget(name: "SpoolToolTests", dependencies: ["spool", "Spool"]),
+        .testTarget(name: "SeamConformanceTests", dependencies: ["SpoolBufferQueue", "SpoolOpenAL", "SpoolDecoding"]),
 
         // MARK: - Test support
 

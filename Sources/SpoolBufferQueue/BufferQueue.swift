@@ -331,6 +331,12 @@ public final class BufferQueue: Sendable {
         return s == .running || s == .draining
     }
 
+    /// The render side's state, for the seam's voice.
+    var runState: QueueRunState { slot.state }
+
+    /// Whether a drain-stop is under way, for the seam's voice.
+    var isDrainStopping: Bool { state.withLock { $0.draining } }
+
     /// Sets what to call when `isRunning` changes; it runs where the callback runs.
     /// The corresponding Apple call is `AudioQueueAddPropertyListener`.
     public func setRunningListener(_ listener: (@Sendable (Bool) -> Void)?) {

@@ -35,7 +35,7 @@ public final class BufferQueueVoice: PlaybackVoice {
 
     private struct Handlers {
         var consumed: (@Sendable (PCMBuffer) -> Void)?
-        var finished: (@Sendable () -> Void)?
+        var finished: (@Sendable (VoiceFinish) -> Void)?
         var queued = 0
     }
 
@@ -56,7 +56,7 @@ public final class BufferQueueVoice: PlaybackVoice {
         queue.setRunningListener { running in
             guard !running else { return }
             let finished = box.state.withLock { $0.finished }
-            finished?()
+            finished?(.playedOut)
         }
     }
 
@@ -72,12 +72,31 @@ public final class BufferQueueVoice: PlaybackVoice {
             / queue.engine.format.sampleRate
     }
 
-    public func setBufferConsumedHandler(_ handler: (@Sendable (PCMBuffer) -> Void)?) {
-        box.state.withLock { $0.consumed = handler }
+    public var state: VoiceState {
+        switch queue.runState {
+        case .running, .draining: .playing
+        case .pausing, .paused: .paused
+        case .stopping, .stopped: .stopped
+        }
     }
 
-    public func setFinishedHandler(_ handler: (@Sendable () -> Void)?) {
+    public var isDraining: Bool { queue.isDrainStopping }
+
+    public func addBufferConsumedHandler(_ handler: @escaping @Sendable (PCMBuffer) -> Void) -> VoiceHandlerToken {
+        box.state.withLock { $0.consumed = handler }
+        return VoiceHandlerToken(rawValue: 1)
+    }
+
+    public func addFinishedHandler(_ handler: @escaping @Sendable (VoiceFinish) -> Void) -> VoiceHandlerToken {
         box.state.withLock { $0.finished = handler }
+        return VoiceHandlerToken(rawValue: 2)
+    }
+
+    public func removeHandler(_ token: VoiceHandlerToken) {
+        box.state.withLock { h in
+            if token.rawValue == 1 { h.consumed = nil }
+            if token.rawValue == 2 { h.finished = nil }
+        }
     }
 
     public func enqueue(_ buffer: PCMBuffer) throws {

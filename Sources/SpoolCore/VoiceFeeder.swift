@@ -56,13 +56,13 @@ public final class VoiceFeeder: Sendable {
         self.bufferFrames = bufferFrames
         aheadCount = buffersAhead
         state = Mutex(State(source: source, loopsLeft: numberOfLoops))
-        voice.setBufferConsumedHandler { [weak self] _ in self?.sendNext() }
+        voice.addBufferConsumedHandler { [weak self] _ in self?.sendNext() }
     }
 
     /// Sets what to call once everything has played (with the error that ended decoding, if any).
     public func setCompletion(_ handler: (@Sendable (AudioError?) -> Void)?) {
         state.withLock { $0.onFinish = handler }
-        voice.setFinishedHandler { [weak self] in
+        voice.addFinishedHandler { [weak self] _ in
             guard let self else { return }
             let (handler, error) = state.withLock { ($0.onFinish, $0.error) }
             handler?(error)

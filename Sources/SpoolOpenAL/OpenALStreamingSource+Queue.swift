@@ -6,10 +6,10 @@ import SpoolCore
 extension OpenALStreamingSource {
     // MARK: SourceOwner
 
-    var scheduledHostTime: UInt64? { state.withLock { $0.scheduledStart } }
+    var scheduledHostTime: UInt64? { locked.withLock { $0.scheduledStart } }
 
     func service(_ step: ServiceStep, _ deliveries: inout Deliveries) {
-        state.withLock { st in
+        locked.withLock { st in
             guard let source = st.source else { return }
             if let due = st.scheduledStart, due <= step.heardHostTime {
                 st.scheduledStart = nil
@@ -43,14 +43,14 @@ extension OpenALStreamingSource {
     }
 
     func relinquish(reason: AudioError, _ deliveries: inout Deliveries) {
-        state.withLock { st in
+        locked.withLock { st in
             guard let source = st.source else { return }
             alSourceStop(source)
             alSourcei(source, AL_BUFFER, 0)
             deleteNames(&st)
             let (buffers, handler) = end(&st, reason: reason)
             if let handler { deliveries.add { for buffer in buffers { handler(buffer) } } }
-            if let finished = st.onFinished { deliveries.add { finished() } }
+            if let finished = st.onFinished { deliveries.add { finished(.ended(reason)) } }
         }
     }
 
@@ -215,7 +215,7 @@ extension OpenALStreamingSource {
         }
         if st.finishDue {
             st.finishDue = false
-            if let finished = st.onFinished { deliveries.add { finished() } }
+            if let finished = st.onFinished { deliveries.add { finished(.playedOut) } }
         }
     }
 }

@@ -37,7 +37,7 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
     /// in Spool, and are copied into OpenAL as queued ones play.
     public static let maximumQueuedALBuffers = 16
 
-    let state: Mutex<State>
+    let locked: Mutex<State>
 
     /// A buffer queued on the OpenAL source: the OpenAL buffer holding its copy, and the
     /// `PCMBuffer` to hand back.
@@ -90,7 +90,7 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
         var parameters: SourceParameters
         var upload = SampleUpload()
         var onConsumed: (@Sendable (PCMBuffer) -> Void)?
-        var onFinished: (@Sendable () -> Void)?
+        var onFinished: (@Sendable (VoiceFinish) -> Void)?
     }
 
     /// Makes a streaming source on `device`, taking one of its sources (`alGenSources`).
@@ -109,11 +109,11 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
         self.device = device
         self.format = format
         self.priority = priority
-        state = Mutex(State(parameters: SourceParameters(channelCount: format.channelCount)))
+        locked = Mutex(State(parameters: SourceParameters(channelCount: format.channelCount)))
         let deliveries = try device.perform { s -> Deliveries in
             var deliveries = Deliveries()
             let source = try device.acquireSource(priority: priority, owner: self, &s, &deliveries)
-            state.withLock { st in
+            locked.withLock { st in
                 st.source = source
                 st.parameters.applyAll(to: source)
             }
@@ -124,7 +124,7 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
     }
 
     deinit {
-        let (source, names) = state.withLock { ($0.source, $0.ownedNames) }
+        let (source, names) = locked.withLock { ($0.source, $0.ownedNames) }
         if source != nil || !names.isEmpty { device.retire(source: source, buffers: names) }
     }
 
@@ -133,13 +133,38 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
     /// Sets what to call with each buffer once OpenAL has played it (or a stop dropped it),
     /// on the pump thread or a loopback device's rendering thread.
     public func setBufferConsumedHandler(_ handler: (@Sendable (PCMBuffer) -> Void)?) {
-        state.withLock { $0.onConsumed = handler }
+        locked.withLock { $0.onConsumed = handler }
     }
 
     /// Sets what to call when the voice stops by itself: everything played after
     /// `stop(immediately: false)`, or its source was stolen, or the device closed or went away.
-    public func setFinishedHandler(_ handler: (@Sendable () -> Void)?) {
-        state.withLock { $0.onFinished = handler }
+    public func setFinishedHandler(_ handler: (@Sendable (VoiceFinish) -> Void)?) {
+        locked.withLock { $0.onFinished = handler }
+    }
+
+    public var state: VoiceState {
+        switch locked.withLock({ $0.transport }) {
+        case .stopped: .stopped
+        case .playing: .playing
+        case .paused: .paused
+        }
+    }
+
+    public var isDraining: Bool { locked.withLock { $0.draining } }
+
+    public func addBufferConsumedHandler(_ handler: @escaping @Sendable (PCMBuffer) -> Void) -> VoiceHandlerToken {
+        setBufferConsumedHandler(handler)
+        return VoiceHandlerToken(rawValue: 1)
+    }
+
+    public func addFinishedHandler(_ handler: @escaping @Sendable (VoiceFinish) -> Void) -> VoiceHandlerToken {
+        setFinishedHandler(handler)
+        return VoiceHandlerToken(rawValue: 2)
+    }
+
+    public func removeHandler(_ token: VoiceHandlerToken) {
+        if token.rawValue == 1 { setBufferConsumedHandler(nil) }
+        if token.rawValue == 2 { setFinishedHandler(nil) }
     }
 
     // MARK: Buffers
@@ -154,7 +179,7 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
         }
         guard buffer.frameCount > 0 else { throw AudioError(.invalidParameter, "an empty buffer cannot be enqueued") }
         try device.perform { _ in
-            try state.withLock { st in
+            try locked.withLock { st in
                 let source = try usable(st)
                 guard !st.draining else {
                     throw AudioError(.invalidState, "the voice is stopping; enqueue after it has stopped")
@@ -166,7 +191,7 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
     }
 
     /// Buffers enqueued and not yet handed back.
-    public var queuedBufferCount: Int { state.withLock { $0.queued.count + $0.pending.count } }
+    public var queuedBufferCount: Int { locked.withLock { $0.queued.count + $0.pending.count } }
 
     // MARK: Transport
 
@@ -180,7 +205,7 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
     ///   voice resumes and plays out), after `dispose()`, once stolen or closed; `.deviceLost`.
     public func start(atHostTime hostTime: UInt64?) throws {
         try device.perform { _ in
-            try state.withLock { st in
+            try locked.withLock { st in
                 let source = try usable(st)
                 guard !st.draining || st.transport == .paused else {
                     throw AudioError(.invalidState, "the voice is stopping; start it once it has stopped")
@@ -208,7 +233,7 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
     /// - Throws: `.invalidState` after `dispose()`, once stolen or closed; `.deviceLost`.
     public func pause() throws {
         try device.perform { _ in
-            try state.withLock { st in
+            try locked.withLock { st in
                 let source = try usable(st)
                 guard st.transport == .playing else { return }
                 st.transport = .paused
@@ -229,7 +254,7 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
     /// - Throws: `.invalidState` after `dispose()`, once stolen or closed; `.deviceLost`.
     public func stop(immediately: Bool) throws {
         let fading = try device.perform { _ -> Bool in
-            try state.withLock { st -> Bool in
+            try locked.withLock { st -> Bool in
                 let source = try usable(st)
                 st.scheduledStart = nil
                 guard immediately else {
@@ -259,14 +284,14 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
     /// calls throw `.invalidState`.
     public func dispose() {
         let (buffers, handler) = (try? device.perform { s -> ([PCMBuffer], (@Sendable (PCMBuffer) -> Void)?) in
-            state.withLock { st -> ([PCMBuffer], (@Sendable (PCMBuffer) -> Void)?) in
+            locked.withLock { st -> ([PCMBuffer], (@Sendable (PCMBuffer) -> Void)?) in
                 guard st.ended == nil, let source = st.source else { return ([], nil) }
                 device.releaseSource(source, &s)
                 deleteNames(&st)
                 return end(&st, reason: AudioError(.invalidState, "the voice was disposed"))
             }
         }) ?? ([], nil)
-        state.withLock { st in if st.ended == nil { st.ended = AudioError(.invalidState, "the voice was disposed") } }
+        locked.withLock { st in if st.ended == nil { st.ended = AudioError(.invalidState, "the voice was disposed") } }
         if let handler { for buffer in buffers { handler(buffer) } }
     }
 
@@ -274,12 +299,12 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
 
     /// Whether it is playing: started and not paused or stopped (also while waiting for a
     /// scheduled start, for buffers after an underrun, or playing out after a non-immediate stop).
-    public var isPlaying: Bool { state.withLock { $0.transport == .playing } }
+    public var isPlaying: Bool { locked.withLock { $0.transport == .playing } }
 
     /// Frames of enqueued audio played since `start`: buffers unqueued plus `AL_SAMPLE_OFFSET`.
     public var framesPlayed: Int {
         let fromAL = try? device.perform { _ in
-            state.withLock { st -> Int in
+            locked.withLock { st -> Int in
                 guard let source = st.source else { return st.playedFrames }
                 switch Self.sourceState(source) {
                 case AL_PLAYING, AL_PAUSED:
@@ -293,18 +318,18 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
                 }
             }
         }
-        return fromAL ?? state.withLock { $0.playedFrames }
+        return fromAL ?? locked.withLock { $0.playedFrames }
     }
 
     /// Times it ran dry while playing.
-    public var underrunCount: Int { state.withLock { $0.underruns } }
+    public var underrunCount: Int { locked.withLock { $0.underruns } }
 
     /// Seconds from a frame being mixed to its being heard: OpenAL's own figure
     /// (`AL_SEC_OFFSET_LATENCY_SOFT`, `AL_SOFT_source_latency`), plus the null device's
     /// virtual buffer.
     public var outputLatency: Double {
         let openAL = (try? device.perform { _ in
-            state.withLock { st -> Double in
+            locked.withLock { st -> Double in
                 guard let source = st.source else { return 0 }
                 var values: [Double] = [0, 0]
                 alGetSourcedvSOFT(source, AL_SEC_OFFSET_LATENCY_SOFT, &values)
@@ -326,7 +351,7 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
     /// Changes the source's parameters under the device and state locks, on a usable source.
     private func adjustParameters(_ body: (inout SourceParameters, UInt32) throws -> Void) throws {
         try device.perform { _ in
-            try state.withLock { st in
+            try locked.withLock { st in
                 let source = try usable(st)
                 try body(&st.parameters, source)
             }
@@ -336,7 +361,7 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
     // MARK: Parameters
 
     /// The volume, 0…1, where its ramp has reached.
-    public var volume: Float { state.withLock { $0.parameters.volume } }
+    public var volume: Float { locked.withLock { $0.parameters.volume } }
 
     /// Sets the volume (`AL_GAIN`), gliding to it over `rampSeconds` (over one mixer update,
     /// OpenAL Soft's own smoothing, when 0).
@@ -352,7 +377,7 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
     }
 
     /// The stereo position, −1…1.
-    public var pan: Float { state.withLock { $0.parameters.pan } }
+    public var pan: Float { locked.withLock { $0.parameters.pan } }
 
     /// Sets the stereo position. A mono voice follows `PanLaw.mono` at once (placed with
     /// `AL_POSITION`, see `PanCalibration`); a stereo voice is balanced by `PanLaw.stereo`
@@ -368,7 +393,7 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
     }
 
     /// The playback rate, 0.5…2.
-    public var playbackRate: Float { state.withLock { $0.parameters.pitch } }
+    public var playbackRate: Float { locked.withLock { $0.parameters.pitch } }
 
     /// Sets the playback rate (`AL_PITCH`): varispeed, so pitch follows speed.
     /// - Throws: `.invalidParameter` outside 0.5…2; `.invalidState` after `dispose()`.
@@ -391,7 +416,7 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
 
     private func waitForStopFade() {
         let deadline = HostTime.now() + UInt64(3 * device.settleNanoseconds) + HostTime.nanoseconds(0.1)
-        while HostTime.now() < deadline, state.withLock({ $0.fade?.stopping == true }) {
+        while HostTime.now() < deadline, locked.withLock({ $0.fade?.stopping == true }) {
             usleep(1_000)
         }
     }
