@@ -54,11 +54,16 @@ public final class QueueEngine: AudioRenderer, Sendable {
     }
 
     /// Starts the device pulling from the engine.
+    ///
+    /// The device holds the engine only through an unowned reference, so that a running
+    /// device does not keep the engine alive: once its owners (back-end, queues) let go,
+    /// `deinit` stops the device, which returns only when the render thread will not call
+    /// the engine again.
     /// - Throws: The device's error.
     public func start() throws {
         try control.withLock { state in
             guard !state.started else { return }
-            try device.start(renderer: self)
+            try device.start(renderer: UnownedRenderer(self))
             state.started = true
         }
     }
@@ -125,6 +130,19 @@ public final class QueueEngine: AudioRenderer, Sendable {
             if slot.mix(into: buffer, frames: frames, timestamp: timestamp) { due = true }
         }
         return due
+    }
+}
+
+/// Hands render calls to an engine without keeping it alive. Safe because the engine stops
+/// the device (which then never calls the renderer again) in its `deinit`, before its memory goes.
+private final class UnownedRenderer: AudioRenderer, @unchecked Sendable {
+    // Sendable: the reference never changes; the engine is Sendable.
+    unowned(unsafe) let engine: QueueEngine
+
+    init(_ engine: QueueEngine) { self.engine = engine }
+
+    func render(into buffer: UnsafeMutablePointer<Float>, frames: Int, timestamp: RenderTimestamp) {
+        engine.render(into: buffer, frames: frames, timestamp: timestamp)
     }
 }
 
