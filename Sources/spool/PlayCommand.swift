@@ -64,8 +64,8 @@ enum PlayCommand {
                                      buffersAhead: 3, numberOfLoops: options.loops)
         let done = DispatchSemaphore(value: 0)
         let failure = LockedBox<AudioError?>(nil)
-        feeder.setCompletion { error in
-            failure.value = error
+        feeder.setCompletion { outcome in
+            if case .failed(let error) = outcome { failure.value = error }
             done.signal()
         }
         try feeder.prime()

@@ -4,8 +4,24 @@ import SpoolDecoding
 import Synchronization
 import Testing
 
-/// `VoiceFeeder` on every back-end: it stops feeding when the voice stops, and when its
-/// decoder fails it plays every frame decoded before the failure, then reports it.
+/// The outcomes a feeder reported, by name.
+final class Recorded: Sendable {
+    private let list = Mutex<[String]>([])
+
+    func add(_ outcome: VoiceFeeder.Outcome) {
+        let name: String = switch outcome {
+        case .finished: "finished"
+        case .failed(let error): "failed(\(error.code))"
+        case .stopped(let finish): "stopped(\(Recorder.name(finish)))"
+        }
+        list.withLock { $0.append(name) }
+    }
+
+    var names: [String] { list.withLock { $0 } }
+}
+
+/// `VoiceFeeder` on every back-end: it stops feeding when the voice stops, seeks, and when
+/// its decoder fails it plays every frame decoded before the failure, then reports it.
 @Suite("Seam conformance: the feeder")
 struct VoiceFeederTests {
     static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
@@ -55,19 +71,92 @@ struct VoiceFeederTests {
     }
 
     @Test(arguments: Backend.allCases)
+    func theCompletionReportsAStopOrADisposeOnce(_ kind: Backend) throws {
+        let rig = try Rig(kind)
+        for dispose in [false, true] {
+            let voice = try rig.voice(stereo48)
+            let feeder = try VoiceFeeder(voice: voice, source: .buffer(try identityBuffer(0..<20_000)), bufferFrames: 2048)
+            let outcomes = Recorded()
+            feeder.setCompletion { outcomes.add($0) }
+            try feeder.prime()
+            try voice.start()
+            _ = try rig.render(4096)
+            if dispose { voice.dispose() } else { try voice.stop(immediately: true) }
+            _ = try rig.render(4096)
+            #expect(outcomes.names == [dispose ? "stopped(disposed)" : "stopped(stopped)"])
+        }
+    }
+
+    @Test(arguments: Backend.allCases)
+    func aSeekWhilePlayingPlaysOnFromTheFrame(_ kind: Backend) throws {
+        let rig = try Rig(kind)
+        let voice = try rig.voice(stereo48)
+        let feeder = try VoiceFeeder(voice: voice, source: .buffer(try identityBuffer(0..<48_000)), bufferFrames: 2048)
+        let outcomes = Recorded()
+        feeder.setCompletion { outcomes.add($0) }
+        try feeder.prime()
+        try voice.start()
+        _ = try rig.render(4096)
+        try feeder.seek(toFrame: 30_000)
+        #expect(voice.isPlaying)
+        let out = try rig.render(20_000)
+        let frames = decodeIdentity(out).compactMap { $0 }
+        // After the old audio's fade: 30 000 onwards, every frame, in order, to the end.
+        let resumed = frames.drop { $0 < 30_000 }
+        #expect(resumed.first == 30_000)
+        #expect(Array(resumed) == Array(30_000..<48_000))
+        #expect(frames.prefix { $0 < 30_000 }.allSatisfy { $0 < 4096 + 256 }, "only the fade of the old audio before it")
+        #expect(outcomes.names == ["finished"], "the seek's own stop is not reported")
+        #expect(voice.underrunCount == 0)
+    }
+
+    @Test(arguments: Backend.allCases)
+    func aSeekWhilePausedOrStoppedStartsThereNext(_ kind: Backend) throws {
+        let rig = try Rig(kind)
+        for pausedFirst in [true, false] {
+            let voice = try rig.voice(stereo48)
+            let feeder = try VoiceFeeder(voice: voice, source: .buffer(try identityBuffer(0..<24_000)), bufferFrames: 2048)
+            try feeder.prime()
+            if pausedFirst {
+                try voice.start()
+                _ = try rig.render(2048)
+                try voice.pause()
+                _ = try rig.render(512)
+            }
+            try feeder.seek(toFrame: 10_000)
+            #expect(!voice.isPlaying)
+            #expect(try rig.render(1024).allSatisfy { $0 == 0 }, "nothing plays until it is started")
+            try voice.start()
+            let out = try rig.render(15_000)
+            #expect(Array(out[0..<28_000]) == identityFrames(10_000..<24_000), "from frame 10 000, bit for bit")
+            #expect(voice.framesPlayed == 14_000)
+        }
+    }
+
+    @Test(arguments: Backend.allCases)
+    func aSeekOutsideTheSourceIsRefused(_ kind: Backend) throws {
+        let rig = try Rig(kind)
+        let voice = try rig.voice(stereo48)
+        let feeder = try VoiceFeeder(voice: voice, source: .buffer(try identityBuffer(0..<1000)))
+        expectError(.outOfRange, "seek past the end") { try feeder.seek(toFrame: 1001) }
+        expectError(.outOfRange, "seek before the start") { try feeder.seek(toFrame: -1) }
+    }
+
+    @Test(arguments: Backend.allCases)
     func aDecoderFailurePlaysEverythingDecodedBeforeIt(_ kind: Backend) throws {
         let rig = try Rig(kind)
         let voice = try rig.voice(stereo48)
         let feeder = try VoiceFeeder(voice: voice, source: .decoder(FailingDecoder(frames: 10_000)),
                                      bufferFrames: 4096, buffersAhead: 3)
-        let errors = Mutex<[String]>([])
-        feeder.setCompletion { error in errors.withLock { $0.append(error.map { "\($0.code)" } ?? "none") } }
+        let outcomes = Recorded()
+        feeder.setCompletion { outcomes.add($0) }
         try feeder.prime()
         try voice.start()
         let out = try rig.render(12_288)
         #expect(Array(out[0..<20_000]) == identityFrames(0..<10_000), "every decoded frame plays, in order")
         #expect(voice.framesPlayed == 10_000)
-        #expect(errors.withLock { $0 } == ["corruptData"])
+        #expect(outcomes.names == ["failed(corruptData)"])
+        #expect(voice.underrunCount == 0, "the failure marks the end: no underrun")
     }
 
     @Test(arguments: Backend.allCases)
@@ -86,14 +175,14 @@ struct VoiceFeederTests {
         let decoder = try DecoderRegistry.shared.open(path: path)
         let voice = try rig.voice(decoder.format)
         let feeder = try VoiceFeeder(voice: voice, source: .decoder(decoder), bufferFrames: 4096, buffersAhead: 3)
-        let errors = Mutex<[String]>([])
-        feeder.setCompletion { error in errors.withLock { $0.append(error.map { "\($0.code)" } ?? "none") } }
+        let outcomes = Recorded()
+        feeder.setCompletion { outcomes.add($0) }
         try feeder.prime()
         try voice.start()
         let out = try rig.render(30_000)
         #expect(voice.framesPlayed == 22_050)
         #expect(Array(out[0..<firstLink.count]) == firstLink)
-        #expect(errors.withLock { $0 } == ["formatChanged"])
+        #expect(outcomes.names == ["failed(formatChanged)"])
     }
 
     @Test(arguments: Backend.allCases)
@@ -101,12 +190,12 @@ struct VoiceFeederTests {
         let rig = try Rig(kind)
         let voice = try rig.voice(stereo48)
         let feeder = try VoiceFeeder(voice: voice, source: .buffer(try identityBuffer(0..<490)), bufferFrames: 2048)
-        let done = Atomic<Int>(0)
-        feeder.setCompletion { _ in done.add(1, ordering: .relaxed) }
+        let outcomes = Recorded()
+        feeder.setCompletion { outcomes.add($0) }
         try feeder.prime()
         try voice.start()
         _ = try rig.render(4096)
-        #expect(done.load(ordering: .relaxed) == 1)
+        #expect(outcomes.names == ["finished"])
         #expect(voice.underrunCount == 0, "the end of a sound is no underrun")
         #expect(voice.framesPlayed == 490)
     }
