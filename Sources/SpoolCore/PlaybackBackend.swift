@@ -211,8 +211,9 @@ public protocol PlaybackVoice: AnyObject, Sendable {
     func setVolume(_ volume: Float, rampSeconds: Double) throws
 
     /// Sets the stereo position, −1 (left) … 1 (right), by `PanLaw`: a mono source at 0
-    /// plays at unity on both channels, a stereo source is balanced. It applies at once
-    /// before `start`; while playing it glides (5 ms on the queue, one mixer update on OpenAL).
+    /// plays at unity on both channels, a stereo source is balanced. It applies from the first
+    /// frame before `start`; while playing it glides (5 ms on the queue; on OpenAL over one
+    /// mixer update for mono, from the next converted chunk for stereo).
     /// - Throws: `.invalidParameter` outside −1…1; `.invalidState` once disposed.
     /// The corresponding Apple parameter is `kAudioQueueParam_Pan`.
     func setPan(_ pan: Float) throws
