@@ -52,6 +52,23 @@ struct SeamParameterTests {
         #expect(left[5056...].allSatisfy { $0 == 0 })
     }
 
+    @Test(arguments: Backend.allCases)
+    func aVolumeSetWhilePausedIsWhatTheResumedFramesPlayAt(_ kind: Backend) throws {
+        let rig = try Rig(kind)
+        let voice = try rig.voice(stereo48)
+        try voice.enqueue(try constant(0.5, frames: 8000))
+        try voice.start()
+        _ = try rig.render(1024)
+        try voice.pause()
+        _ = try rig.render(512)
+        try voice.setVolume(0.5)
+        try voice.start()
+        let out = channel(try rig.render(2048), 0)
+        // Past the resume's fade-in (at most one declick time), exactly 0.5 × 0.5.
+        #expect(out[256...].allSatisfy { abs($0 - 0.25) <= 1e-7 }, "plays at \(out[300])")
+        #expect(out[0..<256].allSatisfy { $0 <= 0.25 + 1e-7 }, "the fade-in never overshoots")
+    }
+
     // MARK: Pan
 
     /// The balance law, computed here from its definition: unity at the centre, the far side
@@ -151,6 +168,32 @@ struct SeamParameterTests {
         #expect(abs(Double(last) - 12_800) <= 800, "sounds for \(last) frames after the change")
         let frequency = zeroCrossingFrequency(sounding[2400..<(last - 1000)], rate: 48_000)
         #expect(abs(frequency / 1500 - 1) < 0.002, "plays at \(frequency) Hz")
+    }
+
+    @Test(arguments: Backend.allCases)
+    func pauseAndResumeUnderConversionLoseNoFrame(_ kind: Backend) throws {
+        let rig = try Rig(kind)
+        let format = try AudioFormat(sampleRate: 44_100, channelCount: 1)
+        let voice = try rig.voice(format)
+        let log = Recorder(voice)
+        try voice.enqueue(try sine(1000, frames: 22_050, format: format))
+        try voice.start()
+        try voice.stop(immediately: false)
+        var out = channel(try rig.render(9600), 0)
+        try voice.pause()
+        let silence = channel(try rig.render(4096), 0)
+        #expect(silence[512...].allSatisfy { $0 == 0 }, "silent once the fade is over")
+        let pausedAt = voice.framesPlayed
+        #expect(try rig.render(1024).allSatisfy { $0 == 0 })
+        #expect(voice.framesPlayed == pausedAt, "the position holds while paused")
+        try voice.start()
+        out += channel(try rig.render(until: { !log.finishes.isEmpty }, limit: 48_000), 0)
+        #expect(log.finishes == ["playedOut"])
+        #expect(voice.framesPlayed == 22_050, "every source frame plays")
+        // What sounds, the pause's silence left out, is the whole buffer at 48 kHz (give or
+        // take the two fades).
+        let sounding = (out + silence).filter { $0 != 0 }.count
+        #expect(abs(sounding - 24_000) <= 2 * 256 + 8, "sounds for \(sounding) frames, 24 000 expected")
     }
 
     // MARK: Underruns
