@@ -39,8 +39,10 @@ let package = Package(
 
         .target(name: "SpoolCore"),
         .target(name: "SpoolDecoding", dependencies: ["SpoolCore", "CMPG123", "CVorbisFile", "CSndFile", "COpusFile"]),
-        .target(name: "SpoolBufferQueue", dependencies: ["SpoolCore", "CALSA", "CSoxr", "CSampleRate"]),
-        .target(name: "SpoolOpenAL", dependencies: ["SpoolCore", "COpenAL"]),
+        // The rate converters both back-ends use, so that they convert alike.
+        .target(name: "SpoolResampling", dependencies: ["SpoolCore", "CSoxr", "CSampleRate"]),
+        .target(name: "SpoolBufferQueue", dependencies: ["SpoolCore", "SpoolResampling", "CALSA"]),
+        .target(name: "SpoolOpenAL", dependencies: ["SpoolCore", "SpoolResampling", "COpenAL"]),
         .target(name: "Spool", dependencies: ["SpoolCore", "SpoolDecoding", "SpoolBufferQueue", "SpoolOpenAL"]),
         .executableTarget(name: "spool", dependencies: ["Spool"]),
 
@@ -53,11 +55,13 @@ let package = Package(
         .testTarget(name: "SpoolCoreTests", dependencies: ["SpoolCore"]),
         .testTarget(name: "SpoolDecodingTests", dependencies: ["SpoolDecoding", "CAllocationCounter"]),
         .testTarget(name: "SpoolBufferQueueTests",
-                    dependencies: ["SpoolBufferQueue", "SpoolDecoding", "CAllocationCounter", "SoundServerTestSupport"]),
+                    dependencies: ["SpoolBufferQueue", "SpoolResampling", "SpoolDecoding", "CAllocationCounter",
+                                   "SoundServerTestSupport"]),
         .testTarget(name: "SpoolOpenALTests",
                     dependencies: ["SpoolOpenAL", "SpoolBufferQueue", "SpoolDecoding", "CAllocationCounter",
                                    "SoundServerTestSupport"]),
         .testTarget(name: "SpoolToolTests", dependencies: ["spool", "Spool"]),
+        .testTarget(name: "SeamConformanceTests", dependencies: ["SpoolBufferQueue", "SpoolOpenAL", "SpoolDecoding"]),
 
         // MARK: - Test support
 

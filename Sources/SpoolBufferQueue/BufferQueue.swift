@@ -27,6 +27,8 @@ public final class BufferQueue: Sendable {
     private let callback: OutputCallback
     private let callbackQueue: DispatchQueue?
     private let state = Mutex<ControlState>(ControlState())
+    /// One thread at a time hands finished buffers to the program, in order.
+    private let delivery = Mutex<DeliveryState>(DeliveryState())
 
     struct ControlState {
         var disposed = false
@@ -36,13 +38,30 @@ public final class BufferQueue: Sendable {
         var inFlight: [Int32: AudioQueueBuffer] = [:]
         var freeIdentifiers = Array((0..<Int32(QueueSlot.maximumBuffers)).reversed())
         var commandsSent = 0
-        var draining = false
+        /// Buffers pushed to the render thread so far.
+        var enqueued = 0
+        /// The transport as the program has set it; the render thread follows it command by
+        /// command, and reports back only a stop it made by itself (a played-out drain).
+        var transport = VoiceState.stopped
+        /// `stop(immediately: false)` marked the end of the input.
+        var endMarked = false
+        /// The command that began the current play (a start from stopped): a played-out
+        /// report stamped before it belongs to an earlier one.
+        var cycleStart = 0
         var pendingReset = false
         var runningListener: (@Sendable (Bool) -> Void)?
+        var stopObserver: (@Sendable (VoiceFinish) -> Void)?
         var lastReportedRunning = false
         var volume: Float = 1
         var pan: Float = 0
         var playbackRate: Float = 1
+    }
+
+    struct DeliveryState {
+        /// The thread delivering now, if any.
+        var owner: pthread_t?
+        /// More arrived while it delivered.
+        var again = false
     }
 
     /// Makes a queue on `engine`.
@@ -174,8 +193,8 @@ public final class BufferQueue: Sendable {
         guard s.inFlight[buffer.identifier] == nil else {
             throw AudioError(.invalidState, "the buffer is already enqueued")
         }
-        guard !s.draining else {
-            throw AudioError(.invalidState, "the queue is stopping; enqueue after it has stopped")
+        guard !s.endMarked else {
+            throw AudioError(.invalidState, "the queue is playing out its end (stop(immediately: false)); enqueue after it has stopped")
         }
         guard trimStart >= 0, trimEnd >= 0, trimStart + trimEnd < buffer.frameCount else {
             throw AudioError(.invalidParameter,
@@ -192,6 +211,7 @@ public final class BufferQueue: Sendable {
             address: buffer.readAddress, frames: frames, firstFrame: trimStart, scheduledStart: startSampleTime ?? -1)
         s.inFlight[buffer.identifier] = buffer
         slot.queuedFrames.add(frames, ordering: .relaxed)
+        s.enqueued += 1
         slot.incoming.push(buffer.identifier)
     }
 
@@ -212,47 +232,75 @@ public final class BufferQueue: Sendable {
         return frames > 0 ? min(frames, ready) : ready
     }
 
-    /// Starts (or resumes) playback, now or at a host time.
+    /// Starts (or resumes) playback, now or at a host time. A start from stopped plays from
+    /// the first queued frame; a paused queue resumes on the frame it paused on (fading in
+    /// over 5 ms); a playing queue carries on (the call does nothing). A queue whose end was
+    /// marked (`stop(immediately: false)`) plays out and stops.
     /// - Parameter hostTime: The `HostTime` at which the first frame should be heard; `nil`
     ///   for as soon as possible.
-    /// - Throws: `.invalidState` after `dispose()` or while a drain-stop is under way; the
-    ///   device's error when the engine cannot start it.
+    /// - Throws: `.invalidState` after `dispose()`; the device's error when the engine cannot start it.
     /// The corresponding Apple call is `AudioQueueStart`.
     public func start(atHostTime hostTime: UInt64? = nil) throws {
+        try state.withLock { try checkUsable($0) }
+        try engine.start()
         try state.withLock { s in
             try checkUsable(s)
-            guard !s.draining else { throw AudioError(.invalidState, "the queue is stopping") }
+            guard s.transport != .playing else { return }
+            // A start from stopped measures its first frame afresh (the render thread also clears
+            // it, but a reader must not see the previous start's value in between).
+            if s.transport == .stopped { slot.firstFrameHostTime.store(0, ordering: .releasing) }
+            slot.startHostTime.store(hostTime ?? 0, ordering: .releasing)
+            let command = push(.start, &s)
+            if s.transport == .stopped { s.cycleStart = command }
+            s.transport = .playing
         }
-        try engine.start()
-        // A start from stopped measures its first frame afresh (the render thread also clears
-        // it, but a reader must not see the previous start's value in between).
-        if slot.state == .stopped { slot.firstFrameHostTime.store(0, ordering: .releasing) }
-        slot.startHostTime.store(hostTime ?? 0, ordering: .releasing)
-        send(.start)
+        applySent()
         reportRunning()
     }
 
-    /// Pauses playback; `start()` resumes from the same frame. Fades out over 5 ms.
+    /// Pauses playback; `start()` resumes from the same frame. Fades out over 5 ms; a start
+    /// scheduled for later is cancelled. Does nothing unless playing.
     /// - Throws: `.invalidState` after `dispose()`.
     /// The corresponding Apple call is `AudioQueuePause`.
     public func pause() throws {
-        try state.withLock { try checkUsable($0) }
-        send(.pause)
+        let sent = try state.withLock { s -> Bool in
+            try checkUsable(s)
+            guard s.transport == .playing else { return false }
+            push(.pause, &s)
+            s.transport = .paused
+            return true
+        }
+        guard sent else { return }
+        applySent()
         waitForRenderThread()
+        reportRunning()
     }
 
     /// Stops playback.
-    /// - Parameter immediately: `true` fades out over 5 ms, then hands every queued buffer
-    ///   back through the callback; `false` plays out what is queued, then stops (and
-    ///   `isRunning` turns false).
+    /// - Parameter immediately: `true` fades a playing queue out over 5 ms (a paused one stops
+    ///   at once), then hands every buffer queued before the call back through the callback;
+    ///   on a real-time device that has happened when the call returns, offline the next
+    ///   render does it. `false` marks the end: what is queued plays out, then the queue
+    ///   stops (`isRunning` turns false); a paused or stopped queue plays out once started.
     /// - Throws: `.invalidState` after `dispose()`.
     /// The corresponding Apple call is `AudioQueueStop`.
     public func stop(immediately: Bool) throws {
-        try state.withLock { s in
+        let sent = try state.withLock { s -> Bool in
             try checkUsable(s)
-            if !immediately { s.draining = slot.state == .running || slot.state == .draining }
+            if immediately {
+                slot.returnBoundary.store(s.enqueued, ordering: .releasing)
+                push(.stopImmediately, &s)
+                s.transport = .stopped
+                s.endMarked = false
+                return true
+            }
+            guard !s.endMarked else { return false }
+            s.endMarked = true
+            push(.stopWhenDrained, &s)
+            return true
         }
-        send(immediately ? .stopImmediately : .stopWhenDrained)
+        guard sent else { return }
+        applySent()
         if immediately { waitForRenderThread() }
         reportRunning()
     }
@@ -274,47 +322,66 @@ public final class BufferQueue: Sendable {
         try state.withLock { s in
             try checkUsable(s)
             s.pendingReset = true
+            push(.reset, &s)
         }
-        send(.reset)
+        applySent()
         waitForRenderThread()
         state.withLock { $0.pendingReset = false }
     }
 
-    /// Stops at once and releases the queue; later calls throw `.invalidState`.
-    /// Buffers still queued are handed back through the callback first.
+    /// Stops at once (no fade) and releases the queue; later calls throw `.invalidState`.
+    /// Every buffer still queued is handed back through the callback before it returns.
     /// The corresponding Apple call is `AudioQueueDispose`.
     public func dispose() {
         let already = state.withLock { s in
-            defer { s.disposed = true }
+            defer {
+                if !s.disposed {
+                    push(.dispose, &s)
+                    s.transport = .stopped
+                    s.endMarked = false
+                }
+                s.disposed = true
+            }
             return s.disposed
         }
         guard !already else { return }
-        send(.stopImmediately)
+        applySent()
         waitForRenderThread()
         deliverCompletions()
         releaseSlot()
+        reportRunning()
     }
 
-    private func send(_ command: QueueCommand) {
-        state.withLock { s in
-            s.commandsSent += 1
-            slot.commands.push(command.rawValue)
-        }
+    /// Pushes a command to the render thread. With the state lock held, so commands keep
+    /// the order of the calls that sent them.
+    /// - Returns: The command's number (1 for the first).
+    @discardableResult
+    private func push(_ command: QueueCommand, _ s: inout ControlState) -> Int {
+        s.commandsSent += 1
+        slot.commands.push(command.rawValue)
+        return s.commandsSent
+    }
+
+    /// Has the commands sent carried out: now, offline or while the device is stopped; at the
+    /// render thread's next period otherwise.
+    private func applySent() {
         if !engine.applyNow(slot) { engine.wakeCallbacks() }
     }
 
     /// On a running real-time device, waits (two periods at most, plus the fade) until
-    /// the render thread has carried out every command sent so far.
+    /// the render thread has carried out every command sent so far, then hands back what it
+    /// returned.
     private func waitForRenderThread() {
-        guard engine.isRealTime, engine.device.isRunning else { return }
-        let target = state.withLock { $0.commandsSent }
-        let period = Double(engine.device.periodFrames) / engine.format.sampleRate
-        let deadline = HostTime.now() + HostTime.nanoseconds(4 * period * Double(engine.device.periodCount) + 0.05)
-        while slot.commandsDone.load(ordering: .acquiring) < target || isFading {
-            if HostTime.now() > deadline { break }
-            usleep(500)
+        if engine.isRealTime, engine.device.isRunning {
+            let target = state.withLock { $0.commandsSent }
+            let period = Double(engine.device.periodFrames) / engine.format.sampleRate
+            let deadline = HostTime.now() + HostTime.nanoseconds(4 * period * Double(engine.device.periodCount) + 0.05)
+            while slot.commandsDone.load(ordering: .acquiring) < target || isFading {
+                if HostTime.now() > deadline { break }
+                usleep(500)
+            }
         }
-        deliverCompletions()
+        deliverCompletions(waitingForOthers: true)
     }
 
     private var isFading: Bool {
@@ -326,9 +393,19 @@ public final class BufferQueue: Sendable {
 
     /// Whether the queue is playing (started, not paused, not stopped or drained).
     /// The corresponding Apple property is `kAudioQueueProperty_IsRunning`.
-    public var isRunning: Bool {
-        let s = slot.state
-        return s == .running || s == .draining
+    public var isRunning: Bool { state.withLock { $0.transport == .playing } }
+
+    /// The transport as the seam's voice reports it.
+    var transport: VoiceState { state.withLock { $0.transport } }
+
+    /// Whether the end of the input was marked (`stop(immediately: false)`) and the queue
+    /// has not yet stopped.
+    var isEndMarked: Bool { state.withLock { $0.endMarked } }
+
+    /// Sets what the seam's voice hears of each stop of a started queue (the voice's finished
+    /// handlers), apart from the program's running listener. Runs where the callback runs.
+    func setStopObserver(_ observer: (@Sendable (VoiceFinish) -> Void)?) {
+        state.withLock { $0.stopObserver = observer }
     }
 
     /// Sets what to call when `isRunning` changes; it runs where the callback runs.
@@ -380,7 +457,7 @@ public final class BufferQueue: Sendable {
     public var volume: Float { state.withLock { $0.volume } }
 
     /// Sets the gain, reaching it linearly over `rampSeconds` (at least 5 ms, so nothing clicks).
-    /// - Throws: `.invalidParameter` outside 0…1 or for a negative ramp.
+    /// - Throws: `.invalidParameter` outside 0…1 or for a negative ramp; `.invalidState` after `dispose()`.
     /// The corresponding Apple parameters are `kAudioQueueParam_Volume` and
     /// `kAudioQueueParam_VolumeRampTime`.
     public func setVolume(_ volume: Float, rampSeconds: Double = 0) throws {
@@ -388,7 +465,10 @@ public final class BufferQueue: Sendable {
         guard rampSeconds >= 0, rampSeconds.isFinite else {
             throw AudioError(.invalidParameter, "ramp time \(rampSeconds) s must be ≥ 0")
         }
-        state.withLock { $0.volume = volume }
+        try state.withLock { s in
+            try checkUsable(s)
+            s.volume = volume
+        }
         slot.volumeRampFrames.store(Int(rampSeconds * engine.format.sampleRate), ordering: .relaxed)
         slot.volumeBits.store(volume.bitPattern, ordering: .releasing)
     }
@@ -398,11 +478,14 @@ public final class BufferQueue: Sendable {
     /// The corresponding Apple parameter is `kAudioQueueParam_Pan`.
     public var pan: Float { state.withLock { $0.pan } }
 
-    /// Sets the stereo position, ramped over 5 ms.
-    /// - Throws: `.invalidParameter` outside −1…1.
+    /// Sets the stereo position, ramped over 5 ms (at once before `start`).
+    /// - Throws: `.invalidParameter` outside −1…1; `.invalidState` after `dispose()`.
     public func setPan(_ pan: Float) throws {
         guard (-1...1).contains(pan) else { throw AudioError(.invalidParameter, "pan \(pan) is outside -1...1") }
-        state.withLock { $0.pan = pan }
+        try state.withLock { s in
+            try checkUsable(s)
+            s.pan = pan
+        }
         slot.panBits.store(pan.bitPattern, ordering: .releasing)
     }
 
@@ -412,10 +495,13 @@ public final class BufferQueue: Sendable {
     public var playbackRate: Float { state.withLock { $0.playbackRate } }
 
     /// Sets the playback rate.
-    /// - Throws: `.invalidParameter` outside 0.5…2.
+    /// - Throws: `.invalidParameter` outside 0.5…2; `.invalidState` after `dispose()`.
     public func setPlaybackRate(_ rate: Float) throws {
         guard (0.5...2).contains(rate) else { throw AudioError(.invalidParameter, "playback rate \(rate) is outside 0.5...2") }
-        state.withLock { $0.playbackRate = rate }
+        try state.withLock { s in
+            try checkUsable(s)
+            s.playbackRate = rate
+        }
         slot.rateBits.store(rate.bitPattern, ordering: .releasing)
     }
 
@@ -438,11 +524,70 @@ public final class BufferQueue: Sendable {
 
     // MARK: Callbacks
 
-    /// Hands finished buffers to the program and reports `isRunning` changes. Runs on the
-    /// engine's callback thread, or on the rendering caller's thread offline.
-    func deliverCompletions() {
-        var finished: [AudioQueueBuffer] = []
+    /// What the render side handed back, in order: a buffer, or a stop.
+    private enum Delivery {
+        case buffer(AudioQueueBuffer)
+        case stop(VoiceFinish, (@Sendable (VoiceFinish) -> Void)?)
+    }
+
+    /// Hands finished buffers to the program and reports stops and `isRunning` changes, in
+    /// the order the render side produced them. Runs on the engine's callback thread, on
+    /// the rendering caller's thread offline, or on a control call's thread; one thread at a
+    /// time. Called again from inside a callback it returns at once (the outer call goes on
+    /// delivering); `waitingForOthers` makes a control call wait for another thread's
+    /// delivery under way and then deliver what is left itself.
+    func deliverCompletions(waitingForOthers: Bool = false) {
+        let me = pthread_self()
+        while true {
+            let claimed = delivery.withLock { d -> Bool? in
+                guard let owner = d.owner else {
+                    d.owner = me
+                    return true
+                }
+                if pthread_equal(owner, me) != 0 || !waitingForOthers {
+                    d.again = true
+                    return false
+                }
+                return nil  // another thread delivers: wait for it
+            }
+            if claimed == true { break }
+            if claimed == false { return }
+            usleep(200)
+        }
+        repeat {
+            deliverPending()
+        } while delivery.withLock { d -> Bool in
+            if d.again {
+                d.again = false
+                return true
+            }
+            d.owner = nil
+            return false
+        }
+        reportRunning()
+    }
+
+    private func deliverPending() {
+        var items: [Delivery] = []
         while let identifier = slot.completed.pop() {
+            if identifier < 0 {
+                let stamp = Int(slot.eventStamps.pop() ?? 0)
+                let finish: VoiceFinish = switch QueueStopEvent(rawValue: identifier) {
+                case .playedOut: .playedOut
+                case .disposed: .disposed
+                case .stopped, nil: .stopped
+                }
+                let observer = state.withLock { s -> (@Sendable (VoiceFinish) -> Void)? in
+                    // A played-out drain ends the play it belongs to; a later start began another.
+                    if case .playedOut = finish, stamp >= s.cycleStart, s.transport != .stopped {
+                        s.transport = .stopped
+                        s.endMarked = false
+                    }
+                    return s.stopObserver
+                }
+                items.append(.stop(finish, observer))
+                continue
+            }
             let consumedAt = slot.completedAt[Int(identifier)]
             slot.completedAt[Int(identifier)] = 0
             let buffer: AudioQueueBuffer? = state.withLock { s in
@@ -451,25 +596,28 @@ public final class BufferQueue: Sendable {
                 if buffer.pcmBuffer != nil { s.freeIdentifiers.append(identifier) }
                 return buffer
             }
-            if let buffer { finished.append(buffer) }
+            if let buffer { items.append(.buffer(buffer)) }
         }
-        for buffer in finished {
-            if let callbackQueue {
-                callbackQueue.sync { callback(self, buffer) }
-            } else {
-                callback(self, buffer)
+        for item in items {
+            let call: @Sendable () -> Void
+            switch item {
+            case .buffer(let buffer): call = { self.callback(self, buffer) }
+            case .stop(let finish, let observer):
+                guard let observer else { continue }
+                call = { observer(finish) }
             }
+            if let callbackQueue { callbackQueue.sync(execute: call) } else { call() }
         }
-        reportRunning()
     }
 
     private func reportRunning() {
-        let running = isRunning
-        let listener: (@Sendable (Bool) -> Void)? = state.withLock { s in
-            if s.draining, slot.state == .stopped { s.draining = false }
-            guard s.lastReportedRunning != running else { return nil }
+        let listener: (@Sendable (Bool) -> Void)?
+        let running: Bool
+        (listener, running) = state.withLock { s in
+            let running = s.transport == .playing
+            guard s.lastReportedRunning != running else { return (nil, running) }
             s.lastReportedRunning = running
-            return s.runningListener
+            return (s.runningListener, running)
         }
         guard let listener else { return }
         if let callbackQueue { callbackQueue.async { listener(running) } } else { listener(running) }

@@ -9,11 +9,29 @@ public final class BufferQueueBackend: PlaybackBackend {
     /// The engine every voice plays on.
     public let engine: QueueEngine
 
-    /// Makes a back-end over `device` and starts the device.
+    /// Makes a back-end over `device` and starts the device. The device stops when the
+    /// back-end and every voice it made have gone (the engine stops it), so dropping a
+    /// back-end without stopping anything leaves no thread running.
+    /// - Parameter device: The output: ALSA, null, or offline (`OfflineDevice`, which the
+    ///   program then renders).
     /// - Throws: The device's error.
     public init(device: any OutputDevice) throws {
         engine = QueueEngine(device: device)
         try engine.start()
+    }
+
+    /// Opens `target` and makes a back-end over it, as `OutputDeviceFactory.open` does:
+    /// `.default` falls back to the null device where no audio device opens, and says so.
+    /// - Parameters:
+    ///   - target: The output to open.
+    ///   - configuration: Rate, channels, period size and count to ask for.
+    /// - Returns: The back-end, and a one-line notice for the user when the output is not
+    ///   the one asked for (`nil` otherwise).
+    /// - Throws: As `OutputDeviceFactory.open`.
+    public static func open(_ target: OutputTarget = .default, configuration: OutputConfiguration = OutputConfiguration())
+        throws -> (backend: BufferQueueBackend, notice: String?) {
+        let (device, notice) = try OutputDeviceFactory.open(target, configuration: configuration)
+        return (try BufferQueueBackend(device: device), notice)
     }
 
     public var outputFormat: AudioFormat { engine.format }
@@ -27,16 +45,18 @@ public final class BufferQueueBackend: PlaybackBackend {
     }
 }
 
-/// A `BufferQueue` seen through the `PlaybackVoice` seam.
+/// A `BufferQueue` seen through the `PlaybackVoice` seam (see `PlaybackVoice` for what each
+/// call does in each state).
 public final class BufferQueueVoice: PlaybackVoice {
-    /// The queue behind the voice, for callers that want the Audio Queue API itself.
+    /// The queue behind the voice, for callers that want the Audio Queue API itself. Its
+    /// running listener (`setRunningListener`) is the program's: the voice does not use it.
     public let queue: BufferQueue
     private let box = HandlerBox()
 
     private struct Handlers {
-        var consumed: (@Sendable (PCMBuffer) -> Void)?
-        var finished: (@Sendable () -> Void)?
+        var handlers = VoiceHandlers()
         var queued = 0
+        var disposed = false
     }
 
     /// Shared with the queue's callbacks, which cannot capture the voice before it exists.
@@ -49,20 +69,21 @@ public final class BufferQueueVoice: PlaybackVoice {
         queue = try BufferQueue(format: format, engine: engine) { _, buffer in
             let consumed = box.state.withLock { h in
                 h.queued -= 1
-                return h.consumed
+                return h.handlers.consumedHandlers
             }
-            if let pcm = buffer.pcmBuffer { consumed?(pcm) }
+            if let pcm = buffer.pcmBuffer { for handler in consumed { handler(pcm) } }
         }
-        queue.setRunningListener { running in
-            guard !running else { return }
-            let finished = box.state.withLock { $0.finished }
-            finished?()
+        queue.setStopObserver { finish in
+            let finished = box.state.withLock { $0.handlers.finishedHandlers }
+            for handler in finished { handler(finish) }
         }
     }
 
     public var format: AudioFormat { queue.format }
+    public var state: VoiceState { queue.transport }
+    public var isDraining: Bool { queue.isEndMarked }
     public var queuedBufferCount: Int { box.state.withLock { $0.queued } }
-    public var isPlaying: Bool { queue.isRunning }
+    public var isPlaying: Bool { state == .playing }
     public var framesPlayed: Int { queue.framesPlayed }
     public var underrunCount: Int { queue.underrunCount }
 
@@ -72,12 +93,16 @@ public final class BufferQueueVoice: PlaybackVoice {
             / queue.engine.format.sampleRate
     }
 
-    public func setBufferConsumedHandler(_ handler: (@Sendable (PCMBuffer) -> Void)?) {
-        box.state.withLock { $0.consumed = handler }
+    public func addBufferConsumedHandler(_ handler: @escaping @Sendable (PCMBuffer) -> Void) -> VoiceHandlerToken {
+        box.state.withLock { $0.handlers.addConsumed(handler) }
     }
 
-    public func setFinishedHandler(_ handler: (@Sendable () -> Void)?) {
-        box.state.withLock { $0.finished = handler }
+    public func addFinishedHandler(_ handler: @escaping @Sendable (VoiceFinish) -> Void) -> VoiceHandlerToken {
+        box.state.withLock { $0.handlers.addFinished(handler) }
+    }
+
+    public func removeHandler(_ token: VoiceHandlerToken) {
+        box.state.withLock { $0.handlers.remove(token) }
     }
 
     public func enqueue(_ buffer: PCMBuffer) throws {
@@ -94,5 +119,10 @@ public final class BufferQueueVoice: PlaybackVoice {
     public func setVolume(_ volume: Float, rampSeconds: Double) throws { try queue.setVolume(volume, rampSeconds: rampSeconds) }
     public func setPan(_ pan: Float) throws { try queue.setPan(pan) }
     public func setPlaybackRate(_ rate: Float) throws { try queue.setPlaybackRate(rate) }
-    public func dispose() { queue.dispose() }
+
+    public func dispose() {
+        guard !box.state.withLock({ h in defer { h.disposed = true }; return h.disposed }) else { return }
+        queue.dispose()
+        box.state.withLock { $0.handlers.removeAll() }
+    }
 }

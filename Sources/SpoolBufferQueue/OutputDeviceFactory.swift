@@ -9,7 +9,8 @@ public enum OutputTarget: Sendable, Equatable, CustomStringConvertible {
     case alsa(String)
     /// The clock-paced null device.
     case null
-    /// The offline renderer, driven by the caller.
+    /// The offline renderer, driven by the caller (`OutputDeviceFactory.openOffline` gives
+    /// it typed as `OfflineDevice`, which renders).
     case offline
 
     /// Reads a target as the command line spells it: `default`, `null`, `offline` or `alsa:NAME`.
@@ -41,6 +42,15 @@ public enum OutputTarget: Sendable, Equatable, CustomStringConvertible {
 
 /// Opens the output device a program asked for.
 public enum OutputDeviceFactory {
+    /// Opens an offline device: what `open(.offline, configuration:)` opens, typed so that the
+    /// program can render it (`render(frames:)`, `render(seconds:toWAV:)`).
+    /// - Parameter configuration: Rate (`nil` for 48 kHz), channels and period size.
+    /// - Returns: The device, not started (a back-end or engine starts it).
+    /// - Throws: `AudioError.Code.invalidParameter` for a bad configuration.
+    public static func openOffline(configuration: OutputConfiguration = OutputConfiguration()) throws -> OfflineDevice {
+        try OfflineDevice(configuration: configuration)
+    }
+
     /// Opens `target`. `.default` falls back to the null device when ALSA's `default` cannot be
     /// opened, and says so in `notice`.
     /// - Parameters:

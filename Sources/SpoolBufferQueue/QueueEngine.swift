@@ -54,11 +54,16 @@ public final class QueueEngine: AudioRenderer, Sendable {
     }
 
     /// Starts the device pulling from the engine.
+    ///
+    /// The device holds the engine only through an unowned reference, so that a running
+    /// device does not keep the engine alive: once its owners (back-end, queues) let go,
+    /// `deinit` stops the device, which returns only when the render thread will not call
+    /// the engine again.
     /// - Throws: The device's error.
     public func start() throws {
         try control.withLock { state in
             guard !state.started else { return }
-            try device.start(renderer: self)
+            try device.start(renderer: UnownedRenderer(self))
             state.started = true
         }
     }
@@ -128,6 +133,19 @@ public final class QueueEngine: AudioRenderer, Sendable {
     }
 }
 
+/// Hands render calls to an engine without keeping it alive. Safe because the engine stops
+/// the device (which then never calls the renderer again) in its `deinit`, before its memory goes.
+private final class UnownedRenderer: AudioRenderer, @unchecked Sendable {
+    // Sendable: the reference never changes; the engine is Sendable.
+    unowned(unsafe) let engine: QueueEngine
+
+    init(_ engine: QueueEngine) { self.engine = engine }
+
+    func render(into buffer: UnsafeMutablePointer<Float>, frames: Int, timestamp: RenderTimestamp) {
+        engine.render(into: buffer, frames: frames, timestamp: timestamp)
+    }
+}
+
 /// The engine's fixed table of queue slots. Claiming and releasing happen on control
 /// threads under a lock; the render thread only reads the table, through atomics.
 final class SlotTable: @unchecked Sendable {
@@ -137,8 +155,18 @@ final class SlotTable: @unchecked Sendable {
     /// One flag per entry, side by side: the render thread reads them all every period, and
     /// flags held in objects (an array of classes) would cost a retain and a release each.
     private let active: UnsafeMutablePointer<Atomic<Bool>>
-    private let lock = Mutex<Set<Int>>([])
+    private let lock: Mutex<Claims>
+    /// Render passes begun and ended (`forEachActive`): a released entry may be replaced
+    /// once every pass that could have seen it active has ended.
+    private let passesBegun = Atomic<Int>(0)
+    private let passesEnded = Atomic<Int>(0)
     let capacity: Int
+
+    struct Claims {
+        var used: Set<Int> = []
+        /// For each entry, the passes begun when it was released.
+        var releasedAt: [Int]
+    }
 
     init(capacity: Int) {
         self.capacity = capacity
@@ -146,6 +174,7 @@ final class SlotTable: @unchecked Sendable {
         entries.initialize(repeating: nil, count: capacity)
         active = .allocate(capacity: capacity)
         for i in 0..<capacity { (active + i).initialize(to: Atomic(false)) }
+        lock = Mutex(Claims(releasedAt: [Int](repeating: 0, count: capacity)))
     }
 
     deinit {
@@ -156,34 +185,53 @@ final class SlotTable: @unchecked Sendable {
     }
 
     func claim(_ slot: QueueSlot) throws -> Int {
-        try lock.withLock { used in
-            guard let index = (0..<capacity).first(where: { !used.contains($0) }) else {
-                throw AudioError(.invalidState, "the engine already mixes \(capacity) queues")
+        // A free entry whose old slot no render pass can still be reading; the render thread
+        // ends its pass within a period, so waiting is rare and short.
+        let deadline = HostTime.now() + HostTime.nanoseconds(1)
+        while true {
+            let claimed = try lock.withLock { claims -> Int? in
+                let free = (0..<capacity).filter { !claims.used.contains($0) }
+                guard !free.isEmpty else {
+                    throw AudioError(.invalidState, "the engine already mixes \(capacity) queues")
+                }
+                let ended = passesEnded.load(ordering: .acquiring)
+                guard let index = free.first(where: { claims.releasedAt[$0] <= ended }) else { return nil }
+                claims.used.insert(index)
+                entries[index]?.release()
+                entries[index] = Unmanaged.passRetained(slot)
+                active[index].store(true, ordering: .releasing)
+                return index
             }
-            used.insert(index)
-            entries[index]?.release()
-            entries[index] = Unmanaged.passRetained(slot)
-            active[index].store(true, ordering: .releasing)
-            return index
+            if let claimed { return claimed }
+            guard HostTime.now() < deadline else {
+                throw AudioError(.invalidState, "the engine's render thread has not finished a period for a second")
+            }
+            usleep(200)
         }
     }
 
-    /// Stops rendering the slot. Its memory stays until the index is claimed again (or
-    /// the table goes), so a render pass that already read the entry stays safe.
+    /// Stops rendering the slot. Its memory stays until the index is claimed again (or the
+    /// table goes), and the index is claimed again only once every render pass that may have
+    /// read the entry has ended.
     func release(_ index: Int) {
-        lock.withLock { used in
-            active[index].store(false, ordering: .releasing)
-            used.remove(index)
+        lock.withLock { claims in
+            // Sequentially consistent, with the pass's count and reads below: either a pass
+            // counted here sees the entry inactive, or it is counted.
+            active[index].store(false, ordering: .sequentiallyConsistent)
+            claims.used.remove(index)
+            claims.releasedAt[index] = passesBegun.load(ordering: .sequentiallyConsistent)
         }
     }
 
     /// Render side: visits each active slot without retaining or releasing it.
     func forEachActive(_ body: (QueueSlot) -> Void) {
-        for i in 0..<capacity where active[i].load(ordering: .acquiring) {
+        passesBegun.add(1, ordering: .sequentiallyConsistent)
+        for i in 0..<capacity where active[i].load(ordering: .sequentiallyConsistent) {
             // The table keeps the slot alive past this pass (see `release`), which lets the
             // call skip the retain and release that `takeUnretainedValue()` would cost.
             entries[i]?._withUnsafeGuaranteedRef(body)
         }
+        passesEnded.add(1, ordering: .releasing)
     }
 }
 

@@ -16,6 +16,14 @@ struct BufferDescriptor {
 /// Control requests, carried to the render thread in order through a ring.
 enum QueueCommand: Int32 {
     case start = 1, pause, stopImmediately, stopWhenDrained, reset
+    /// Stop at once, no fade, and hand back everything: the queue is being disposed.
+    case dispose
+}
+
+/// Why a started queue stopped, as the render side reports it through the completed ring
+/// (negative values, so that they never clash with a buffer's identity).
+enum QueueStopEvent: Int32 {
+    case playedOut = -1, stopped = -2, disposed = -3
 }
 
 /// A queue's state as the render thread sees it.
@@ -46,8 +54,15 @@ final class QueueSlot: @unchecked Sendable {
     let descriptors: UnsafeMutablePointer<BufferDescriptor>
     /// Enqueued buffer identities, control → render.
     let incoming = SPSCRing(capacity: QueueSlot.maximumBuffers)
-    /// Finished buffer identities, render → callback delivery.
-    let completed = SPSCRing(capacity: QueueSlot.maximumBuffers)
+    /// Finished buffer identities and stop events (`QueueStopEvent`), in order, render →
+    /// callback delivery.
+    let completed = SPSCRing(capacity: QueueSlot.maximumBuffers + 64)
+    /// For each stop event in `completed`, the number of commands carried out before it:
+    /// what tells the control side whether the event belongs to the latest start.
+    let eventStamps = SPSCRing(capacity: 64)
+    /// Buffers enqueued before the latest `stopImmediately` (control writes it before the
+    /// command): that stop hands back those, not the ones enqueued after it.
+    let returnBoundary = Atomic<Int>(Int.max)
     /// Commands, control → render.
     let commands = SPSCRing(capacity: 64)
     /// Commands the render side has carried out.
@@ -78,6 +93,11 @@ final class QueueSlot: @unchecked Sendable {
     // MARK: Render side
 
     private var current: Int32 = -1
+    /// Buffers taken from `incoming` so far; `current` was the `currentSequence`-th (from 0).
+    private var taken = 0
+    private var currentSequence = 0
+    /// `stop(immediately: false)` arrived while paused or stopped: the next start plays out.
+    private var endMarked = false
     private var positionInBuffer = 0
     private var timeline: Double = 0
     private var playedSinceStart = false
@@ -152,8 +172,9 @@ final class QueueSlot: @unchecked Sendable {
         while let raw = commands.pop(), let command = QueueCommand(rawValue: raw) {
             switch command {
             case .start:
-                let wasPaused = state == .paused || state == .pausing
-                if state == .stopped {
+                if state == .stopping { returned = finishStop(event: .stopped) || returned }
+                switch state {
+                case .stopped:
                     firstFrameHostTime.store(0, ordering: .relaxed)
                     timeline = 0
                     renderedTimeline.store(0, ordering: .releasing)
@@ -161,45 +182,75 @@ final class QueueSlot: @unchecked Sendable {
                     inUnderrun = false
                     framesPlayed.store(0, ordering: .relaxed)
                     resampler.restart(timeline: 0, playbackRate: playbackRate)
-                }
-                pendingStart = startHostTime.load(ordering: .acquiring)
-                // Resuming mid-waveform fades in; a fresh start plays its first frame as is.
-                if wasPaused {
-                    fade = 0
-                    fadeDirection = 1
-                    fadeFramesLeft = declickFrames
-                } else {
+                    // A fresh start plays its first frame as is, at the volume and pan set before it.
                     fade = 1
                     fadeDirection = 0
+                    snapParameters()
+                case .paused, .pausing:
+                    // Resuming mid-waveform fades in, from wherever a pause's fade had got to.
+                    fadeDirection = 1
+                    fadeFramesLeft = max(1, Int((Float(declickFrames) * (1 - (state == .paused ? 0 : fade))).rounded()))
+                    if state == .paused { fade = 0 }
+                    snapParameters()
+                case .running, .draining, .stopping:
+                    commandsDone.add(1, ordering: .releasing)
+                    continue
                 }
-                setState(.running)
+                pendingStart = startHostTime.load(ordering: .acquiring)
+                setState(endMarked ? .draining : .running)
+                endMarked = false
             case .pause:
-                if state == .running || state == .draining { beginFade(to: .pausing) }
+                if state == .running || state == .draining {
+                    endMarked = state == .draining
+                    if pendingStart != 0 {
+                        // Not yet heard: nothing to fade, and the scheduled start is cancelled.
+                        pendingStart = 0
+                        setState(.paused)
+                    } else {
+                        beginFade(to: .pausing)
+                    }
+                }
             case .stopImmediately:
-                if state == .running || state == .draining || state == .pausing {
-                    beginFade(to: .stopping)
-                } else {
-                    returned = returnAllBuffers() || returned
-                    setState(.stopped)
+                endMarked = false
+                switch state {
+                case .running, .draining, .pausing:
+                    if pendingStart != 0 || state == .pausing && fade == 0 {
+                        returned = finishStop(event: .stopped) || returned
+                    } else {
+                        beginFade(to: .stopping)
+                    }
+                case .paused:
+                    returned = finishStop(event: .stopped) || returned
+                case .stopped:
+                    returned = returnBuffers(upTo: returnBoundary.load(ordering: .acquiring)) || returned
+                case .stopping:
+                    break
                 }
             case .stopWhenDrained:
-                if state == .running { setState(.draining) } else if state != .draining {
-                    returned = returnAllBuffers() || returned
-                    setState(.stopped)
-                }
+                if state == .running { setState(.draining) } else if state != .draining { endMarked = true }
             case .reset:
-                returned = returnAllBuffers() || returned
+                returned = returnBuffers(upTo: .max) || returned
                 // What the converters hold goes too: the next buffer starts afresh, now.
                 resampler.restart(timeline: timeline, playbackRate: playbackRate)
+            case .dispose:
+                let started = state != .stopped
+                returned = returnBuffers(upTo: .max) || returned
+                setState(.stopped)
+                endMarked = false
+                pendingStart = 0
+                if started { report(.disposed) }
+                returned = true
             }
             commandsDone.add(1, ordering: .releasing)
         }
         return returned
     }
 
+    /// Fade out towards `next`, from the gain a fade in progress had reached.
     private func beginFade(to next: QueueRunState) {
+        let from = fadeDirection == 0 ? 1 : fade
         fadeDirection = -1
-        fadeFramesLeft = declickFrames
+        fadeFramesLeft = max(1, Int((Float(declickFrames) * from).rounded()))
         setState(next)
     }
 
@@ -207,21 +258,63 @@ final class QueueSlot: @unchecked Sendable {
         runState.store(next.rawValue, ordering: .releasing)
     }
 
-    /// Hands every queued buffer back. Render side.
-    private func returnAllBuffers() -> Bool {
+    /// Ends an immediate stop: hands back what was enqueued before it and reports the stop.
+    private func finishStop(event: QueueStopEvent) -> Bool {
+        _ = returnBuffers(upTo: returnBoundary.load(ordering: .acquiring))
+        setState(.stopped)
+        fade = 1
+        fadeDirection = 0
+        pendingStart = 0
+        report(event)
+        return true
+    }
+
+    /// Tells the control side that the queue stopped, after the buffers handed back so far.
+    private func report(_ event: QueueStopEvent) {
+        eventStamps.push(Int32(truncatingIfNeeded: commandsDone.load(ordering: .relaxed)))
+        completed.push(event.rawValue)
+    }
+
+    /// Takes the next enqueued buffer; during a stop's fade, none enqueued after the stop.
+    private func takeIncoming() -> Int32? {
+        if state == .stopping, taken >= returnBoundary.load(ordering: .acquiring) { return nil }
+        guard let id = incoming.pop() else { return nil }
+        currentSequence = taken
+        taken += 1
+        return id
+    }
+
+    /// Hands back the buffer being played and those queued, up to (not including) the
+    /// `boundary`-th enqueued. Render side.
+    private func returnBuffers(upTo boundary: Int) -> Bool {
         var any = false
         if current >= 0 {
+            queuedFrames.subtract(max(0, descriptors[Int(current)].frames - positionInBuffer), ordering: .relaxed)
             completed.push(current)
             current = -1
             any = true
         }
-        while let id = incoming.pop() {
+        while taken < boundary, let id = incoming.pop() {
+            taken += 1
+            queuedFrames.subtract(descriptors[Int(id)].frames, ordering: .relaxed)
             completed.push(id)
             any = true
         }
-        queuedFrames.store(0, ordering: .relaxed)
         positionInBuffer = 0
         return any
+    }
+
+    /// Takes the volume and pan as they are now, with no ramp or glide.
+    private func snapParameters() {
+        let volume = Float(bitPattern: volumeBits.load(ordering: .relaxed))
+        gain = volume
+        lastVolume = volume
+        gainStepsLeft = 0
+        let pan = Float(bitPattern: panBits.load(ordering: .relaxed))
+        panPosition = pan
+        lastPan = pan
+        panStepsLeft = 0
+        (panLeft, panRight) = panGains(pan)
     }
 
     // MARK: Mixing (render side)
@@ -275,15 +368,14 @@ final class QueueSlot: @unchecked Sendable {
         let fadeState = state
         if fadeDirection == 0, fadeState == .pausing || fadeState == .stopping {
             if fadeState == .stopping {
-                due = returnAllBuffers() || due
-                setState(.stopped)
-                due = true
+                due = finishStop(event: .stopped) || due
             } else {
                 setState(.paused)
             }
         }
         if finished {
             setState(.stopped)
+            report(.playedOut)
             due = true
         }
         renderedTimeline.store(resampler.heardTime.bitPattern, ordering: .releasing)
@@ -324,9 +416,9 @@ final class QueueSlot: @unchecked Sendable {
         var done = 0
         while done < frames {
             if current < 0 {
-                guard let next = incoming.pop() else {
+                guard let next = takeIncoming() else {
                     if state == .draining { return done }
-                    if playedSinceStart && !inUnderrun {
+                    if playedSinceStart && !inUnderrun && state == .running {
                         inUnderrun = true
                         underruns.add(1, ordering: .relaxed)
                         discontinuity.store(true, ordering: .relaxed)

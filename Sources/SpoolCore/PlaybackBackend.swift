@@ -3,6 +3,9 @@
 ///
 /// A back-end makes *voices*. A voice takes PCM buffers in order, plays them, and tells when
 /// each has been consumed so a `VoiceFeeder` can send the next.
+///
+/// A back-end owns its output device: it starts it when made and stops it when it goes. Its
+/// voices hold it, so it goes once the program has let go of it and of every voice it made.
 public protocol PlaybackBackend: AnyObject, Sendable {
     /// `queue` or `openal`.
     var name: String { get }
@@ -12,54 +15,277 @@ public protocol PlaybackBackend: AnyObject, Sendable {
     /// waits behind.
     var outputLatency: Double { get }
 
-    /// Makes a voice for audio of `format`.
+    /// Makes a voice for audio of `format`, in the `.stopped` state, with nothing queued, at
+    /// volume 1, pan 0 and playback rate 1.
+    /// - Parameter format: The rate and channel count of the buffers it will take; any rate
+    ///   is converted to the back-end's, any channel count mapped to its channels.
+    /// - Returns: The voice.
     /// - Throws: `AudioError` when the back-end has no voice left or cannot take the format.
     func makeVoice(format: AudioFormat) throws -> any PlaybackVoice
+}
+
+/// Where a voice's transport is. The corresponding Apple notions are an Audio Queue's
+/// `kAudioQueueProperty_IsRunning` and paused state, and OpenAL's `AL_SOURCE_STATE`.
+public enum VoiceState: Sendable, Equatable, CustomStringConvertible {
+    /// Made, or stopped: plays nothing; `start` plays from the first queued frame.
+    case stopped
+    /// Started (now, or at a scheduled host time) and not paused: plays what is queued,
+    /// and silence while nothing is (an underrun once it has played something).
+    case playing
+    /// Paused: holds its position; `start` resumes there.
+    case paused
+
+    public var description: String {
+        switch self {
+        case .stopped: "stopped"
+        case .playing: "playing"
+        case .paused: "paused"
+        }
+    }
+}
+
+/// Why a started voice stopped: what its finished handlers receive.
+public enum VoiceFinish: Sendable, CustomStringConvertible {
+    /// It played every frame queued before `stop(immediately: false)` (the end of its input).
+    case playedOut
+    /// `stop(immediately: true)` stopped it; what was queued was handed back unplayed.
+    case stopped
+    /// `dispose()` stopped it.
+    case disposed
+    /// The back-end took it away: its source was taken by a voice of higher priority, or the
+    /// device closed or went away. Later calls throw this error.
+    case ended(AudioError)
+
+    /// Whether the voice played to the end of its input.
+    public var isPlayedOut: Bool { if case .playedOut = self { true } else { false } }
+
+    public var description: String {
+        switch self {
+        case .playedOut: "played out"
+        case .stopped: "stopped"
+        case .disposed: "disposed"
+        case .ended(let error): "ended: \(error.message)"
+        }
+    }
+}
+
+/// Names a handler added to a voice, to remove it later with `removeHandler(_:)`.
+public struct VoiceHandlerToken: Hashable, Sendable {
+    /// A number unique among the handlers of one voice.
+    public let rawValue: Int
+    /// Makes a token; back-ends number their handlers with it.
+    public init(rawValue: Int) { self.rawValue = rawValue }
 }
 
 /// One sound playing on a back-end: buffers in, played in order, handed back when consumed.
 ///
 /// On the buffer-queue back-end a voice is a `BufferQueue`; on the OpenAL back-end an
-/// OpenAL source with queued buffers.
+/// OpenAL source with queued buffers. Both behave as described here, call by call and state
+/// by state (`docs/ARCHITECTURE.md` has the same as one table); the seam conformance suite
+/// checks every statement on both.
+///
+/// **States.** `state` is `.stopped`, `.playing` or `.paused`; independently of it,
+/// `isDraining` says that `stop(immediately: false)` has marked the end of the input. A
+/// disposed voice, or one the back-end took away (`VoiceFinish.ended`), is *ended*: every call
+/// that changes it throws, and the properties read `.stopped`, nothing queued.
+///
+/// **Handlers.** Any number of handlers may observe a voice (`addBufferConsumedHandler`,
+/// `addFinishedHandler`); each is called once per event, in the order they were added, never
+/// on a render thread (nor on OpenAL's mixer thread) and never with a lock of the voice or the
+/// device held, so a handler may call the voice (enqueue the next buffer, start it again). On a
+/// device that renders in real time they run on the back-end's callback thread; on a device
+/// rendered on demand (`OfflineRendering`) on the thread that renders, during its render call;
+/// for a call that finishes its work at once (a stop while paused, `dispose`) on the calling
+/// thread before the call returns. Buffers come back in the order they were enqueued, and a
+/// stop hands back every buffer before the finished handlers hear of it.
+///
+/// **Finished.** The finished handlers run exactly once each time a started voice (playing
+/// or paused) becomes stopped, with the reason: `.playedOut`, `.stopped`, `.disposed`, or
+/// `.ended` (which is reported even when the voice was not started). A voice that was never
+/// started, or is stopped already, reports nothing when it is stopped or disposed.
+///
+/// **Position.** `framesPlayed` counts source frames taken from the buffers since the last
+/// start from `.stopped`: exact to the frame at equal rates; under rate conversion it runs
+/// ahead of what is heard by the converter's look-ahead (under 30 ms). After a played-out
+/// stop it equals every frame that was enqueued: no frame is dropped at either end.
+///
+/// | call | `.stopped` | `.playing` | `.paused` | draining | ended |
+/// | --- | --- | --- | --- | --- | --- |
+/// | `enqueue` | queued | queued; a starved voice plays it next | queued | throws `.invalidState` | throws |
+/// | `start` | plays from the first queued frame; `framesPlayed` from 0 | nothing | resumes on the frame it paused on | playing: nothing; paused: resumes and plays out | throws |
+/// | `pause` | nothing | fades out and holds the frame the fade ends on | nothing | pauses, still draining | throws |
+/// | `stop(immediately: true)` | hands back what is queued | fades out, hands back, finished `.stopped` | hands back, finished `.stopped` | as playing or paused | throws |
+/// | `stop(immediately: false)` | marks the end: `start` plays out and finishes | plays out, finished `.playedOut` | marks the end: `start` resumes, plays out | nothing | throws |
+/// | `dispose` | hands back, ends | stops at once, hands back, finished `.disposed`, ends | as playing | as playing | nothing |
+/// | `setVolume` | the first frame plays at it | ramps | the resumed frames play at it | as playing/paused | throws |
 public protocol PlaybackVoice: AnyObject, Sendable {
     /// The format of the buffers it takes.
     var format: AudioFormat { get }
-    /// Buffers enqueued and not yet consumed.
+    /// Where its transport is (see the table above).
+    var state: VoiceState { get }
+    /// Whether `stop(immediately: false)` has marked the end of its input: it stops by
+    /// itself once it has played what is queued (when playing), and takes no more buffers.
+    var isDraining: Bool { get }
+    /// Buffers enqueued and not yet handed back.
     var queuedBufferCount: Int { get }
-    /// Whether it is playing (started, not paused, not stopped or played out).
+    /// Whether it is playing: `state == .playing`.
     var isPlaying: Bool { get }
-    /// Frames of enqueued audio played since `start`.
+    /// Source frames taken from its buffers since the last start from `.stopped` (silence
+    /// not counted; see Position above).
     var framesPlayed: Int { get }
-    /// Times it ran dry while playing.
+    /// Times it ran dry while playing: it had played audio and had nothing more to play
+    /// before the next buffer arrived. Not counted before the first buffer, nor while a
+    /// draining voice plays out its end.
     var underrunCount: Int { get }
     /// Seconds from a frame being rendered by this voice to its being heard.
     var outputLatency: Double { get }
 
-    /// Sets what to call (never on a render thread) with each buffer once it is consumed.
-    func setBufferConsumedHandler(_ handler: (@Sendable (PCMBuffer) -> Void)?)
-    /// Sets what to call when the voice stops by itself, having played everything after `stop(immediately: false)`.
-    func setFinishedHandler(_ handler: (@Sendable () -> Void)?)
+    /// Adds a handler to call with each buffer once the voice is done with it: its frames
+    /// have been taken into the output (mixed, or converted on their way there), or a stop or
+    /// `dispose` handed it back unplayed. See Handlers above.
+    /// - Parameter handler: Called once per buffer, in the order the buffers were enqueued.
+    /// - Returns: A token for `removeHandler(_:)`.
+    @discardableResult
+    func addBufferConsumedHandler(_ handler: @escaping @Sendable (PCMBuffer) -> Void) -> VoiceHandlerToken
+
+    /// Adds a handler to call each time the started voice stops, with the reason. See
+    /// Finished above.
+    /// - Parameter handler: Called once per stop.
+    /// - Returns: A token for `removeHandler(_:)`.
+    /// The corresponding Apple call is `AudioQueueAddPropertyListener` on
+    /// `kAudioQueueProperty_IsRunning`.
+    @discardableResult
+    func addFinishedHandler(_ handler: @escaping @Sendable (VoiceFinish) -> Void) -> VoiceHandlerToken
+
+    /// Removes a handler added with `addBufferConsumedHandler` or `addFinishedHandler`; a
+    /// call under way still completes. Unknown tokens are ignored.
+    func removeHandler(_ token: VoiceHandlerToken)
+
     /// Queues a buffer after those already queued.
-    /// - Throws: `.invalidParameter` for another format, `.invalidState` when stopping or disposed.
+    /// - Parameter buffer: Audio in the voice's format, at least one frame.
+    /// - Throws: `.invalidParameter` for another format or an empty buffer; `.invalidState`
+    ///   while draining or once disposed; the back-end's error once it took the voice away.
     func enqueue(_ buffer: PCMBuffer) throws
-    /// Starts or resumes, now or at a `HostTime`.
+
+    /// Starts (from `.stopped`) or resumes (from `.paused`), now or so that the first frame
+    /// is heard at `hostTime`; does nothing while playing. A start from `.stopped` plays from
+    /// the first queued frame and counts `framesPlayed` from 0; with nothing queued it plays
+    /// as soon as a buffer is enqueued.
+    /// - Parameter hostTime: A `HostTime` at which the first frame should be heard, or `nil`
+    ///   for now; a time already past means now. Until then the voice is `.playing` silence.
+    /// - Throws: `.invalidState` once disposed, or the back-end's error.
+    /// The corresponding Apple call is `AudioQueueStart`; OpenAL's is `alSourcePlay`.
     func start(atHostTime hostTime: UInt64?) throws
-    /// Pauses; `start` resumes at the same frame.
+
+    /// Pauses a playing voice: it fades out (5 ms on the queue, one mixer update on OpenAL)
+    /// and holds the frame the fade ends on, which `start` resumes from. A scheduled start
+    /// not yet reached is cancelled. Does nothing unless playing.
+    /// - Throws: `.invalidState` once disposed, or the back-end's error.
+    /// The corresponding Apple call is `AudioQueuePause`; OpenAL's is `alSourcePause`.
     func pause() throws
-    /// Stops: `immediately` drops what is queued (handing it back); otherwise what is queued
-    /// plays out first and the finished handler runs.
+
+    /// Stops.
+    ///
+    /// `immediately: true`: a playing voice fades out (as `pause` does) and stops; a paused
+    /// voice stops at once. Every buffer still queued is handed back, then the finished
+    /// handlers run with `.stopped`. The state is `.stopped` when the call returns; on a
+    /// device rendering in real time the fade has been heard by then, on one rendered on
+    /// demand the next render call renders it and hands the buffers back. A stopped voice
+    /// hands back what is queued and reports nothing.
+    ///
+    /// `immediately: false`: marks the end of the input. A playing voice plays every frame
+    /// queued and then stops by itself (`.playedOut`); with nothing queued it stops at the
+    /// next render. A paused or stopped voice keeps its state and plays out once started.
+    /// Enqueueing throws until it has stopped.
+    /// - Throws: `.invalidState` once disposed, or the back-end's error.
+    /// The corresponding Apple call is `AudioQueueStop`; OpenAL's is `alSourceStop`.
     func stop(immediately: Bool) throws
-    /// Gain 0…1, ramped so nothing clicks.
+
+    /// Sets the gain, 0…1 (linear). Before `start`, or while paused, the next frames play at
+    /// it with no ramp; while playing it ramps linearly over `rampSeconds` (at least the
+    /// back-end's declick time, 5 ms on the queue, one mixer update on OpenAL).
+    /// - Throws: `.invalidParameter` outside 0…1 or for a negative or infinite ramp;
+    ///   `.invalidState` once disposed.
+    /// The corresponding Apple parameters are `kAudioQueueParam_Volume` and
+    /// `kAudioQueueParam_VolumeRampTime`; OpenAL's is `AL_GAIN`.
     func setVolume(_ volume: Float, rampSeconds: Double) throws
-    /// Stereo position −1…1 (constant-power law for mono sources, balance for stereo).
+
+    /// Sets the stereo position, −1 (left) … 1 (right), by `PanLaw`: a mono source at 0
+    /// plays at unity on both channels, a stereo source is balanced. It applies from the first
+    /// frame before `start`; while playing it glides (5 ms on the queue; on OpenAL over one
+    /// mixer update for mono, from the next converted chunk for stereo).
+    /// - Throws: `.invalidParameter` outside −1…1; `.invalidState` once disposed.
+    /// The corresponding Apple parameter is `kAudioQueueParam_Pan`.
     func setPan(_ pan: Float) throws
-    /// Playback rate 0.5…2 (varispeed).
+
+    /// Sets the playback rate, 0.5…2: varispeed, so pitch follows speed, and every source
+    /// frame still plays once. Before `start` it applies from the first frame; while playing
+    /// the queue glides to it at once and OpenAL after the few milliseconds it has converted
+    /// ahead.
+    /// - Throws: `.invalidParameter` outside 0.5…2; `.invalidState` once disposed.
+    /// The corresponding Apple parameter is `kAudioQueueParam_PlayRate`; OpenAL's is `AL_PITCH`.
     func setPlaybackRate(_ rate: Float) throws
-    /// Stops at once and frees the voice.
+
+    /// Stops at once (no fade), hands back every buffer, runs the finished handlers with
+    /// `.disposed` when it was started, and frees the voice: later calls throw
+    /// `.invalidState`, handlers are dropped. A second call does nothing.
+    /// The corresponding Apple call is `AudioQueueDispose`; OpenAL's is `alDeleteSources`.
     func dispose()
 }
 
 extension PlaybackVoice {
     /// Starts or resumes now.
+    /// - Throws: As `start(atHostTime:)`.
     public func start() throws { try start(atHostTime: nil) }
+
+    /// Sets the gain with the back-end's shortest ramp.
+    /// - Throws: As `setVolume(_:rampSeconds:)`.
+    public func setVolume(_ volume: Float) throws { try setVolume(volume, rampSeconds: 0) }
+
+    /// Stops at once (with the declick fade), handing back what is queued.
+    /// - Throws: As `stop(immediately:)`.
+    public func stop() throws { try stop(immediately: true) }
+}
+
+/// The handlers of one voice, for back-ends to keep: numbered, called in the order added.
+public struct VoiceHandlers: Sendable {
+    private var next = 0
+    private var consumed: [(VoiceHandlerToken, @Sendable (PCMBuffer) -> Void)] = []
+    private var finished: [(VoiceHandlerToken, @Sendable (VoiceFinish) -> Void)] = []
+
+    /// No handlers.
+    public init() {}
+
+    /// Adds a consumed-buffer handler.
+    /// - Returns: Its token.
+    public mutating func addConsumed(_ handler: @escaping @Sendable (PCMBuffer) -> Void) -> VoiceHandlerToken {
+        next += 1
+        consumed.append((VoiceHandlerToken(rawValue: next), handler))
+        return VoiceHandlerToken(rawValue: next)
+    }
+
+    /// Adds a finished handler.
+    /// - Returns: Its token.
+    public mutating func addFinished(_ handler: @escaping @Sendable (VoiceFinish) -> Void) -> VoiceHandlerToken {
+        next += 1
+        finished.append((VoiceHandlerToken(rawValue: next), handler))
+        return VoiceHandlerToken(rawValue: next)
+    }
+
+    /// Removes the handler `token` names, if any.
+    public mutating func remove(_ token: VoiceHandlerToken) {
+        consumed.removeAll { $0.0 == token }
+        finished.removeAll { $0.0 == token }
+    }
+
+    /// Drops every handler.
+    public mutating func removeAll() {
+        consumed = []
+        finished = []
+    }
+
+    /// The consumed-buffer handlers, in the order added.
+    public var consumedHandlers: [@Sendable (PCMBuffer) -> Void] { consumed.map(\.1) }
+    /// The finished handlers, in the order added.
+    public var finishedHandlers: [@Sendable (VoiceFinish) -> Void] { finished.map(\.1) }
 }

@@ -34,6 +34,29 @@ public final class OpenALBackend: PlaybackBackend {
         self.init(device: try OpenALDevice(kind))
     }
 
+    /// Opens a device of `kind` as `init(_:configuration:)` does and, when it cannot be
+    /// opened (no sound server or sound card answers, an unknown name) and `fallbackToNull`
+    /// is set, plays to Spool's null device instead, clock-paced like the device asked for,
+    /// and says so: the fallback `spool play --output default` uses, for any program.
+    /// OpenAL Soft 1.19 does not fall back to its own null driver by itself.
+    /// - Parameters:
+    ///   - kind: The device to open.
+    ///   - configuration: The device buffer wanted (for the null device too), or `nil` for
+    ///     whatever is in effect (48 kHz, 1024 × 3 frames for the null device).
+    ///   - fallbackToNull: Whether to fall back to the null device.
+    /// - Returns: The back-end, and a one-line notice for the user when it plays to the null
+    ///   device instead of the device asked for (`nil` otherwise).
+    /// - Throws: As `init(_:configuration:)`; `.deviceUnavailable` only without the fallback.
+    public static func open(_ kind: OpenALDevice.Kind = .systemDefault, configuration: OutputConfiguration? = nil,
+                            fallbackToNull: Bool) throws -> (backend: OpenALBackend, notice: String?) {
+        do {
+            return (try OpenALBackend(kind, configuration: configuration), nil)
+        } catch let error as AudioError where error.code == .deviceUnavailable && fallbackToNull {
+            let backend = try OpenALBackend(.null(configuration ?? OutputConfiguration(sampleRate: 48_000)))
+            return (backend, "no audio device could be opened (\(error.message)); playing to the null device")
+        }
+    }
+
     /// Stereo at the device's rate.
     public var outputFormat: AudioFormat { device.format }
 

@@ -254,16 +254,25 @@ public final class OpenALDevice: Sendable {
 
     /// The names of the output devices OpenAL Soft can open (`alcGetString(NULL,
     /// ALC_ALL_DEVICES_SPECIFIER)`), which also makes it look again: a PulseAudio sink loaded
-    /// since the last call is listed.
+    /// since the last call is listed. Only names that open are listed: OpenAL Soft also names
+    /// devices of drivers that cannot reach anything ("ALSA Default" where ALSA has no card),
+    /// so each is opened once (`alcOpenDevice`, `alcCloseDevice`) to check.
     /// - Returns: Device names for `Kind.named`, the default one first when OpenAL says which.
     public static func availableDeviceNames() -> [String] {
-        OpenALLibrary.use {
+        let listed: [String] = OpenALLibrary.use {
             var names = list(alcGetString(nil, ALC_ALL_DEVICES_SPECIFIER))
             if let preferred = alcGetString(nil, ALC_DEFAULT_ALL_DEVICES_SPECIFIER).map({ String(cString: $0) }),
                let index = names.firstIndex(of: preferred) {
                 names.insert(names.remove(at: index), at: 0)
             }
             return names
+        }
+        return listed.filter { name in
+            OpenALLibrary.use {
+                guard let device = alcOpenDevice(name) else { return false }
+                alcCloseDevice(device)
+                return true
+            }
         }
     }
 

@@ -1,23 +1,24 @@
 internal import COpenAL
+import Foundation
 import SpoolCore
+import SpoolResampling
 
 /// The streaming source's queue work, done in device batches with the voice's lock held:
-/// what the pump does at each pass, and what `enqueue` does at once.
+/// what the pump does at each pass, and what `enqueue` and `start` do at once.
 extension OpenALStreamingSource {
     // MARK: SourceOwner
 
-    var scheduledHostTime: UInt64? { state.withLock { $0.scheduledStart } }
+    var scheduledHostTime: UInt64? { locked.withLock { $0.scheduledStart } }
 
     func service(_ step: ServiceStep, _ deliveries: inout Deliveries) {
-        state.withLock { st in
+        locked.withLock { st in
             guard let source = st.source else { return }
             if let due = st.scheduledStart, due <= step.heardHostTime {
                 st.scheduledStart = nil
-                if st.transport == .playing { beginPlaying(&st, source: source) }
             }
             if let fade = st.fade, fade.isOver(clock: step.clock) {
                 if fade.stopping {
-                    stopNow(&st, source: source)
+                    stopNow(&st, source: source, report: .stopped)
                 } else {
                     st.fade = nil
                     if st.playingInAL { reclaim(&st, source: source) }
@@ -27,101 +28,179 @@ extension OpenALStreamingSource {
                     }
                 }
             }
-            try? feed(&st, source: source)
+            try? feed(&st, source: source, mayPad: true)
             if st.parameters.advance(clock: step.clock, lookahead: device.updateNanoseconds) {
                 st.parameters.applyGain(to: source)
             }
-            if st.draining, st.transport == .playing, st.queued.isEmpty, st.pending.isEmpty, !st.playingInAL,
-               st.scheduledStart == nil {
-                st.draining = false
-                st.starved = false
-                st.transport = .stopped
-                st.finishDue = true
-            }
-            collect(&st, into: &deliveries)
         }
+        if outbox.withLock({ !$0.calls.isEmpty }) { deliveries.add { [self] in drainOutbox(waiting: false) } }
     }
 
     func relinquish(reason: AudioError, _ deliveries: inout Deliveries) {
-        state.withLock { st in
+        locked.withLock { st in
             guard let source = st.source else { return }
             alSourceStop(source)
             alSourcei(source, AL_BUFFER, 0)
+            st.queued = []
             deleteNames(&st)
-            let (buffers, handler) = end(&st, reason: reason)
-            if let handler { deliveries.add { for buffer in buffers { handler(buffer) } } }
-            if let finished = st.onFinished { deliveries.add { finished() } }
+            end(&st, reason: reason, report: .ended(reason))
         }
+        deliveries.add { [self] in drainOutbox(waiting: false) }
     }
 
     // MARK: Queue work
 
-    /// Unqueues what played, copies waiting buffers into free OpenAL buffers and queues them,
-    /// and starts the source again when it had run dry.
-    func feed(_ st: inout State, source: UInt32) throws {
+    /// Unqueues what played, converts more of the source into free OpenAL buffers and queues
+    /// them, starts the source when it has audio and should play, and finishes a drained voice
+    /// that has played everything. `mayPad`: a service pass, which may play a source too short
+    /// for the converter's look-ahead followed by silence rather than let OpenAL run dry (a
+    /// control call leaves that to the pass, by which time the end may be marked).
+    func feed(_ st: inout State, source: UInt32, mayPad: Bool = false) throws {
         reclaim(&st, source: source)
-        if st.fade?.stopping == true { return }  // what is queued now is about to be handed back
-        let queuedBefore = st.queued.count
-        var added = 0
-        while !st.pending.isEmpty, let name = takeName(&st) {
-            let buffer = st.pending.removeFirst()
+        if st.fade?.stopping == true { return }  // what is queued now is about to go
+        guard st.transport == .playing else { return }
+        try convert(&st, source: source, mayPad: mayPad)
+        if st.scheduledStart == nil, st.fade == nil, !st.queued.isEmpty {
+            if !st.playingInAL {
+                play(&st, source: source)
+            } else if Self.sourceState(source) == AL_STOPPED {
+                // It ran dry between `reclaim` and the queueing: unqueue what played, play the rest.
+                reclaim(&st, source: source)
+                if !st.queued.isEmpty { play(&st, source: source) }
+            }
+        }
+        if st.draining, st.converterEnded, st.queued.isEmpty, !st.playingInAL, st.scheduledStart == nil {
+            st.draining = false
+            st.transport = .stopped
+            emit(.playedOut, st)
+        }
+    }
+
+    /// Frames queued on the OpenAL source that its mixer has not reached yet.
+    private func framesQueuedAhead(_ st: State, source: UInt32) -> Int {
+        let total = st.queued.reduce(0) { $0 + $1.frames }
+        guard st.playingInAL, total > 0 else { return total }
+        var offset: Int32 = 0
+        alGetSourcei(source, AL_SAMPLE_OFFSET, &offset)
+        return max(0, total - Int(offset))
+    }
+
+    /// Converts chunks until `leadFrames` are queued ahead of the mixer, the source runs out,
+    /// or the OpenAL buffers do. It converts only what the source can supply without running
+    /// dry (the converter reads ahead of what it plays), unless the voice is draining (the
+    /// end is known) or OpenAL is about to run dry (then what there is plays, followed by
+    /// silence: an underrun).
+    private func convert(_ st: inout State, source: UInt32, mayPad: Bool) throws {
+        var ahead = framesQueuedAhead(st, source: source)
+        let resampler = lane.resampler
+        let q = format.channelCount
+        while ahead < leadFrames, !st.converterEnded {
+            let rate = st.parameters.pitch
+            let available = st.pending.reduce(0) { $0 + $1.frameCount } - st.readOffset
+            var frames = chunkFrames
+            if !st.draining {
+                if resampler.copiesSource(playbackRate: rate) {
+                    frames = min(frames, available + max(0, Int(resampler.framesReadAhead)))
+                    if frames == 0 { return }
+                } else if available < resampler.sourceFramesNeeded(forOutput: frames, playbackRate: rate) {
+                    // Too little to convert without reading past it: wait for more, unless OpenAL
+                    // would run dry first. Then play what there is, or the converter's tail, with
+                    // silence after it.
+                    let tailUnplayed = st.sourceRead > 0 && resampler.framesReadAhead > Double(st.paddedFrames)
+                    guard mayPad, ahead <= dryFrames, available > 0 || tailUnplayed else { return }
+                }
+            }
+            guard let name = takeName(&st) else { return }
+            let readBefore = st.sourceRead
+            let made = resampler.render(into: lane.output, frames: frames, playbackRate: rate) { destination, count in
+                readSource(&st, into: destination, frames: count)
+            }
+            if made < frames { st.converterEnded = true }
+            guard made > 0 else {
+                st.freeNames.append(name)
+                return
+            }
             do {
-                try st.upload.upload(buffer, into: name, balance: format.channelCount == 2 ? st.parameters.pan : 0)
+                try st.upload.upload(UnsafeBufferPointer(start: lane.output, count: made * q), channels: q,
+                                     rate: device.format.sampleRate, into: name,
+                                     balance: q == 2 ? st.parameters.pan : 0)
             } catch {
                 st.freeNames.append(name)
-                st.pending.insert(buffer, at: 0)
                 throw error
             }
             var queuedName = name
             alSourceQueueBuffers(source, 1, &queuedName)
             try OpenALStatus.al().check("alSourceQueueBuffers")
-            st.queued.append(Entry(name: name, buffer: buffer))
-            added += 1
-        }
-        guard st.transport == .playing, st.scheduledStart == nil, !st.queued.isEmpty else { return }
-        if st.starved {
-            play(&st, source: source)
-        } else if added > 0, st.playingInAL, Self.sourceState(source) == AL_STOPPED {
-            // It ran dry between `reclaim` and the queueing above: what was queued before has
-            // played, what was just queued has not. Unqueue the first, then play the rest.
-            unqueue(&st, source: source, count: queuedBefore, played: true)
-            if !st.draining { st.underruns += 1 }
-            play(&st, source: source)
+            st.queued.append(Entry(name: name, frames: made, readBefore: readBefore, readAfter: st.sourceRead))
+            ahead += made
         }
     }
 
-    /// Unqueues the buffers OpenAL has played. A source Spool set playing that is now
+    /// The converter's source: the pending buffers in order (each handed back once wholly
+    /// read), then, unless the voice is draining, silence.
+    private func readSource(_ st: inout State, into destination: UnsafeMutablePointer<Float>, frames: Int) -> Int {
+        let q = format.channelCount
+        var done = 0
+        while done < frames, let first = st.pending.first {
+            let n = min(frames - done, first.frameCount - st.readOffset)
+            first.withUnsafeSamples { samples in
+                guard let base = samples.baseAddress else { return }
+                (destination + done * q).update(from: base + st.readOffset * q, count: n * q)
+            }
+            done += n
+            st.readOffset += n
+            if st.readOffset == first.frameCount {
+                st.pending.removeFirst()
+                st.readOffset = 0
+                handBack(&st, [first])
+            }
+        }
+        if done > 0 {
+            st.sourceRead += done
+            st.inUnderrun = false
+            st.paddedFrames = 0
+        }
+        guard done < frames, !st.draining else { return done }
+        (destination + done * q).update(repeating: 0, count: (frames - done) * q)
+        st.paddedFrames += frames - done
+        noteDry(&st)
+        return frames
+    }
+
+    /// Counts an underrun: the voice had played audio and has none now. Not while draining,
+    /// and once per dry spell.
+    private func noteDry(_ st: inout State) {
+        if st.sourceRead > 0, !st.inUnderrun, !st.draining, st.transport == .playing { st.underruns += 1 }
+        st.inUnderrun = true
+    }
+
+    /// Unqueues the chunks OpenAL has played. A source Spool set playing that is now
     /// `AL_STOPPED` ran out of audio: everything on it played (OpenAL then reports all its
-    /// buffers processed), and unless it was playing out a stop that is an underrun.
+    /// buffers processed).
     func reclaim(_ st: inout State, source: UInt32) {
         let alState = Self.sourceState(source)
         if st.playingInAL, alState == AL_STOPPED {
-            unqueue(&st, source: source, count: st.queued.count, played: true)
+            unqueue(&st, source: source, count: st.queued.count)
             st.playingInAL = false
-            if st.transport == .playing, st.scheduledStart == nil {
-                if !st.draining { st.underruns += 1 }
-                st.starved = true
-            }
+            if st.transport == .playing, st.scheduledStart == nil { noteDry(&st) }
         } else if alState == AL_PLAYING || alState == AL_PAUSED, !st.queued.isEmpty {
             var processed: Int32 = 0
             alGetSourcei(source, AL_BUFFERS_PROCESSED, &processed)
-            if processed > 0 { unqueue(&st, source: source, count: Int(processed), played: true) }
+            if processed > 0 { unqueue(&st, source: source, count: Int(processed)) }
         }
         // AL_INITIAL, or stopped by Spool: nothing has played since, and a stopped source
         // would report the buffers queued on it as processed.
     }
 
-    /// Takes the first `count` buffers off the source (`alSourceUnqueueBuffers`), oldest
-    /// first, to hand back; `played` counts their frames as played.
-    func unqueue(_ st: inout State, source: UInt32, count: Int, played: Bool) {
+    /// Takes the first `count` chunks off the source (`alSourceUnqueueBuffers`), oldest first.
+    private func unqueue(_ st: inout State, source: UInt32, count: Int) {
         let count = min(count, st.queued.count)
         guard count > 0 else { return }
         var names = [UInt32](repeating: 0, count: count)
         alSourceUnqueueBuffers(source, Int32(count), &names)
         guard OpenALStatus.al().isSuccess else { return }
         for entry in st.queued.prefix(count) {
-            if played { st.playedFrames += entry.buffer.frameCount }
-            st.handBack.append(entry.buffer)
+            st.playedFrames = entry.readAfter
             st.freeNames.append(entry.name)
         }
         st.queued.removeFirst(count)
@@ -138,20 +217,9 @@ extension OpenALStreamingSource {
         return name
     }
 
-    /// Plays what is queued, or waits for the first buffer.
-    func beginPlaying(_ st: inout State, source: UInt32) {
-        guard !st.playingInAL else { return }
-        if st.queued.isEmpty {
-            st.starved = true
-        } else {
-            play(&st, source: source)
-        }
-    }
-
     private func play(_ st: inout State, source: UInt32) {
         alSourcePlay(source)
         st.playingInAL = true
-        st.starved = false
     }
 
     /// Silences the source (OpenAL glides its gain to 0 over the next update) and notes when
@@ -164,18 +232,41 @@ extension OpenALStreamingSource {
                            : HostTime.now() + UInt64(2 * device.settleNanoseconds) + HostTime.nanoseconds(0.05))
     }
 
-    /// Stops the source now (`alSourceStop`) and takes every buffer off it: those OpenAL
-    /// played count as played, the rest are handed back unplayed.
-    func stopNow(_ st: inout State, source: UInt32) {
+    /// Stops the source now (`alSourceStop`) and drops the converted audio on it; the voice
+    /// is stopped, and when `report` is given its finished handlers hear it.
+    func stopNow(_ st: inout State, source: UInt32, report: VoiceFinish?) {
         if st.playingInAL || Self.sourceState(source) == AL_PAUSED { reclaim(&st, source: source) }
         alSourceStop(source)
-        unqueue(&st, source: source, count: st.queued.count, played: false)
-        st.playingInAL = false
+        discardChunks(&st, source: source)
         st.fade = nil
+        st.transport = .stopped
+        st.draining = false
+        st.scheduledStart = nil
         if st.parameters.muted {
             st.parameters.muted = false
             st.parameters.applyGain(to: source)
         }
+        if let report { emit(report, st) }
+    }
+
+    /// Takes every converted chunk off a source that is not playing.
+    func discardChunks(_ st: inout State, source: UInt32) {
+        if st.playingInAL { alSourceStop(source) }
+        let count = st.queued.count
+        if count > 0 {
+            var names = [UInt32](repeating: 0, count: count)
+            alSourceUnqueueBuffers(source, Int32(count), &names)
+            if OpenALStatus.al().isSuccess {
+                st.freeNames += st.queued.map(\.name)
+            } else {
+                // Detached instead, which unqueues everything.
+                alSourcei(source, AL_BUFFER, 0)
+                _ = alGetError()
+                st.freeNames += st.queued.map(\.name)
+            }
+        }
+        st.queued = []
+        st.playingInAL = false
     }
 
     /// Deletes the source's OpenAL buffers; they must be off the source already.
@@ -188,34 +279,70 @@ extension OpenALStreamingSource {
         _ = alGetError()
     }
 
-    /// Ends the voice: it holds no source from now on.
-    /// - Returns: Every buffer it still held, oldest first, and the handler to give them to.
-    func end(_ st: inout State, reason: AudioError) -> ([PCMBuffer], (@Sendable (PCMBuffer) -> Void)?) {
-        let buffers = st.handBack + st.queued.map(\.buffer) + st.pending
-        st.handBack = []
-        st.queued = []
+    /// Ends the voice: it holds no source from now on. Hands back what it still held and,
+    /// with a `report`, tells the finished handlers.
+    func end(_ st: inout State, reason: AudioError, report: VoiceFinish?) {
+        handBack(&st, st.pending)
         st.pending = []
+        st.readOffset = 0
+        st.queued = []
         st.source = nil
         st.ended = reason
         st.transport = .stopped
         st.draining = false
-        st.starved = false
         st.playingInAL = false
         st.scheduledStart = nil
         st.fade = nil
-        return (buffers, st.onConsumed)
+        if let report { emit(report, st) }
     }
 
-    /// Adds the handler calls now due: consumed buffers in order, then the finished handler.
-    private func collect(_ st: inout State, into deliveries: inout Deliveries) {
-        if !st.handBack.isEmpty {
-            let buffers = st.handBack
-            st.handBack = []
-            if let handler = st.onConsumed { deliveries.add { for buffer in buffers { handler(buffer) } } }
+    // MARK: Handler calls
+
+    /// Puts the consumed handlers' calls for `buffers` in the outbox, in order.
+    func handBack(_ st: inout State, _ buffers: [PCMBuffer]) {
+        guard !buffers.isEmpty else { return }
+        st.undelivered += buffers.count
+        let handlers = st.handlers.consumedHandlers
+        let count = buffers.count
+        outbox.withLock { box in
+            box.calls.append { [self] in
+                for buffer in buffers { for handler in handlers { handler(buffer) } }
+                locked.withLock { $0.undelivered -= count }
+            }
         }
-        if st.finishDue {
-            st.finishDue = false
-            if let finished = st.onFinished { deliveries.add { finished() } }
+    }
+
+    /// Puts the finished handlers' calls for `finish` in the outbox, after what is there.
+    func emit(_ finish: VoiceFinish, _ st: State) {
+        let handlers = st.handlers.finishedHandlers
+        outbox.withLock { box in box.calls.append { for handler in handlers { handler(finish) } } }
+    }
+
+    /// Runs the handler calls due, in order, on this thread, one thread at a time. From inside
+    /// a handler it returns at once (the outer run goes on); `waiting` makes a control call
+    /// wait for another thread's run to end and then run what is left itself.
+    func drainOutbox(waiting: Bool) {
+        let me = pthread_self()
+        while true {
+            let claimed = outbox.withLock { box -> Bool? in
+                guard let owner = box.owner else {
+                    box.owner = me
+                    return true
+                }
+                return pthread_equal(owner, me) != 0 || !waiting ? false : nil
+            }
+            if claimed == true { break }
+            if claimed == false { return }
+            usleep(200)
+        }
+        while let call = outbox.withLock({ box -> (@Sendable () -> Void)? in
+            guard !box.calls.isEmpty else {
+                box.owner = nil
+                return nil
+            }
+            return box.calls.removeFirst()
+        }) {
+            call()
         }
     }
 }

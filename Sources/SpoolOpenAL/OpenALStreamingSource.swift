@@ -1,26 +1,37 @@
 internal import COpenAL
 import Foundation
 import SpoolCore
+import SpoolResampling
 import Synchronization
 
 /// An OpenAL source fed with a queue of buffers, the OpenAL streaming model: the program
-/// enqueues `PCMBuffer`s, each is copied into one of the source's OpenAL buffers and queued
-/// (`alBufferData`, `alSourceQueueBuffers`), and once OpenAL has played it the pump unqueues
-/// it (`AL_BUFFERS_PROCESSED`, `alSourceUnqueueBuffers`) and hands the `PCMBuffer` back
-/// through the consumed handler, on the pump thread (or a loopback device's rendering thread),
+/// enqueues `PCMBuffer`s; Spool converts them to the device's rate with the buffer queue's
+/// own converter (`QueueResampler`: libsoxr HQ, libsamplerate for varispeed) and queues the
+/// result on the source a few mixer updates ahead (`alBufferData`, `alSourceQueueBuffers`),
+/// and the pump unqueues what OpenAL has played (`AL_BUFFERS_PROCESSED`,
+/// `alSourceUnqueueBuffers`) and refills. Each `PCMBuffer` is handed back once its last
+/// frame has been converted, on the pump thread (or a loopback device's rendering thread),
 /// never on OpenAL's mixer thread.
 ///
-/// It is the OpenAL back-end's `PlaybackVoice`: a `VoiceFeeder` drives it exactly as it
-/// drives a `BufferQueue`.
+/// It is the OpenAL back-end's `PlaybackVoice`, and behaves as `PlaybackVoice` describes, call
+/// by call and state by state, exactly as a `BufferQueue` does.
 ///
-/// **Underruns.** When the source plays out everything queued before more arrives, OpenAL
-/// stops it (`AL_STOPPED`) and from then on counts every buffer on it as processed, even
-/// ones queued later. The pump notices, counts an underrun, unqueues the buffers that played
-/// and, once there is audio again, starts the source (`alSourcePlay`) — unqueueing first, as
-/// OpenAL Soft's maintainer advises, so that nothing plays twice or is handed back unplayed.
+/// **Rate conversion.** OpenAL Soft's own resampler steps through a source with a
+/// fixed-point increment (12 fractional bits in 1.19), so 44 100 → 48 000 Hz runs 53 ppm slow
+/// and drops frames at the end. So OpenAL only ever sees audio at the device's rate with
+/// `AL_PITCH` at 1, which it copies: both back-ends play the same samples, every source
+/// frame, and varispeed is exact in frames too. A playback rate change is heard once the
+/// audio already converted (`leadFrames`, three mixer updates) has played.
 ///
-/// **Position.** `framesPlayed` is the frames of the buffers unqueued since `start` plus
-/// OpenAL's `AL_SAMPLE_OFFSET` into those still queued.
+/// **Underruns.** When the source has too little audio for the converter to run without
+/// reading past it, the voice waits for more; when OpenAL would otherwise run dry, it plays
+/// what there is followed by silence and counts an underrun, as the buffer queue does. Where
+/// OpenAL stops a source that played out (`AL_STOPPED`), the pump unqueues what played and
+/// starts it again once there is audio (unqueueing first, as OpenAL Soft's maintainer advises).
+///
+/// **Position.** `framesPlayed` is the source frames the converter had taken when OpenAL's
+/// mixer reached its current frame (`AL_SAMPLE_OFFSET` into the queued chunks): exact at
+/// equal rates, ahead by the converter's look-ahead otherwise, as on the buffer queue.
 ///
 /// **Fades.** OpenAL Soft 1.19 stops and pauses a source at once, mid-waveform. So `pause()`
 /// and `stop(immediately: true)` first set its gain to 0, which OpenAL glides over one mixer
@@ -33,20 +44,29 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
     /// The device it plays on.
     public let device: OpenALDevice
 
-    /// Most OpenAL buffers one source has queued at a time. Buffers enqueued beyond this wait
-    /// in Spool, and are copied into OpenAL as queued ones play.
+    /// Most OpenAL buffers one source has queued at a time.
     public static let maximumQueuedALBuffers = 16
 
-    let state: Mutex<State>
+    let locked: Mutex<State>
+    /// The converter and its scratch memory; touched only with `locked` held.
+    let lane: ConversionLane
+    /// Device frames per OpenAL buffer: one mixer update (64 to 4096).
+    let chunkFrames: Int
+    /// Converted frames kept queued ahead of OpenAL's mixer: three mixer updates.
+    let leadFrames: Int
+    /// With fewer frames than this queued ahead, OpenAL's next mix would run dry: one update,
+    /// and on a device mixing in real time what plays between two pump passes.
+    let dryFrames: Int
+    let outbox = Mutex(Outbox())
 
-    /// A buffer queued on the OpenAL source: the OpenAL buffer holding its copy, and the
-    /// `PCMBuffer` to hand back.
+    /// A chunk of converted audio queued on the OpenAL source, and the count of source frames
+    /// the converter had taken before and after making it.
     struct Entry: Sendable {
         let name: UInt32
-        let buffer: PCMBuffer
+        let frames: Int
+        let readBefore: Int
+        let readAfter: Int
     }
-
-    enum Transport: Sendable { case stopped, playing, paused }
 
     /// A fade-out under way before a pause or a stop: done once the device clock reaches
     /// `until` nanoseconds, or, on a device that mixes in real time, once the host clock
@@ -62,58 +82,78 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
         }
     }
 
+    /// Handler calls due, in the order their events happened, and the thread running them.
+    struct Outbox: Sendable {
+        var calls: [@Sendable () -> Void] = []
+        var owner: pthread_t?
+    }
+
     /// The voice's state; its lock is taken only inside a device batch, or alone.
     struct State: Sendable {
         var source: UInt32?
         /// Why the voice can no longer be used: disposed, stolen, device closed or lost.
         var ended: AudioError?
-        var transport: Transport = .stopped
-        /// Playing out what is queued, then stopping (`stop(immediately: false)`).
+        var transport = VoiceState.stopped
+        /// `stop(immediately: false)` marked the end of the input.
         var draining = false
         var scheduledStart: UInt64?
         var fade: Fade?
         /// Spool last told OpenAL to play the source, and has not seen it stop since.
         var playingInAL = false
-        /// Playing, but OpenAL has nothing queued: starts as soon as a buffer arrives.
-        var starved = false
-        /// Queued on the OpenAL source, oldest first.
+        /// Converted chunks queued on the OpenAL source, oldest first.
         var queued: [Entry] = []
-        /// Enqueued, waiting for a free OpenAL buffer.
+        /// Enqueued buffers not yet wholly converted; the converter has taken `readOffset`
+        /// frames of the first.
         var pending: [PCMBuffer] = []
-        /// Consumed (or dropped), to hand back at the next delivery.
-        var handBack: [PCMBuffer] = []
+        var readOffset = 0
         var freeNames: [UInt32] = []
         var ownedNames: [UInt32] = []
+        /// Source frames taken by the converter since the start, silence not counted.
+        var sourceRead = 0
+        /// `sourceRead` after the last chunk OpenAL played and Spool unqueued.
         var playedFrames = 0
+        /// The converter has played a draining source to its end.
+        var converterEnded = false
+        /// Silence the converter was given since the source last ran dry.
+        var paddedFrames = 0
+        var inUnderrun = false
         var underruns = 0
-        var finishDue = false
+        /// Buffers handed back whose handler calls have not run yet.
+        var undelivered = 0
         var parameters: SourceParameters
         var upload = SampleUpload()
-        var onConsumed: (@Sendable (PCMBuffer) -> Void)?
-        var onFinished: (@Sendable () -> Void)?
+        var handlers = VoiceHandlers()
+        /// The handlers set with `setBufferConsumedHandler` / `setFinishedHandler`.
+        var setConsumed: VoiceHandlerToken?
+        var setFinished: VoiceHandlerToken?
     }
 
     /// Makes a streaming source on `device`, taking one of its sources (`alGenSources`).
     /// - Parameters:
     ///   - device: The device to play on.
     ///   - format: The format of the buffers it will take: any channel count (more than two
-    ///     are folded down to stereo), a whole-number rate.
+    ///     are folded down to stereo), any rate the converter takes (1/16 to 16 times the
+    ///     device's).
     ///   - priority: Its claim on a source when they run out; higher keeps its source.
-    /// - Throws: `.invalidParameter` for a rate OpenAL cannot take; `.invalidState` when
+    /// - Throws: `.invalidParameter` for a rate the converter cannot take; `.invalidState` when
     ///   every source plays a voice of higher priority, or the device is closed;
     ///   `.deviceLost` when it is lost.
     public init(device: OpenALDevice, format: AudioFormat, priority: Int = 0) throws {
-        guard format.sampleRate == format.sampleRate.rounded(), format.sampleRate <= 384_000 else {
-            throw AudioError(.invalidParameter, "OpenAL takes whole-number sample rates up to 384000 Hz, not \(format.sampleRate) Hz")
-        }
         self.device = device
         self.format = format
         self.priority = priority
-        state = Mutex(State(parameters: SourceParameters(channelCount: format.channelCount)))
+        chunkFrames = min(4096, max(64, device.updateFrames))
+        leadFrames = 3 * chunkFrames
+        let pumpFrames = device.rendersOnDemand ? 0 : Int(device.format.sampleRate * 0.012)
+        dryFrames = chunkFrames + pumpFrames
+        lane = try ConversionLane(format: format, deviceRate: device.format.sampleRate, chunkFrames: chunkFrames)
+        var parameters = SourceParameters(channelCount: format.channelCount)
+        parameters.pitchInOpenAL = false
+        locked = Mutex(State(parameters: parameters))
         let deliveries = try device.perform { s -> Deliveries in
             var deliveries = Deliveries()
             let source = try device.acquireSource(priority: priority, owner: self, &s, &deliveries)
-            state.withLock { st in
+            locked.withLock { st in
                 st.source = source
                 st.parameters.applyAll(to: source)
             }
@@ -124,29 +164,48 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
     }
 
     deinit {
-        let (source, names) = state.withLock { ($0.source, $0.ownedNames) }
+        let (source, names) = locked.withLock { ($0.source, $0.ownedNames) }
         if source != nil || !names.isEmpty { device.retire(source: source, buffers: names) }
     }
 
     // MARK: Handlers
 
-    /// Sets what to call with each buffer once OpenAL has played it (or a stop dropped it),
-    /// on the pump thread or a loopback device's rendering thread.
-    public func setBufferConsumedHandler(_ handler: (@Sendable (PCMBuffer) -> Void)?) {
-        state.withLock { $0.onConsumed = handler }
+    public func addBufferConsumedHandler(_ handler: @escaping @Sendable (PCMBuffer) -> Void) -> VoiceHandlerToken {
+        locked.withLock { $0.handlers.addConsumed(handler) }
     }
 
-    /// Sets what to call when the voice stops by itself: everything played after
-    /// `stop(immediately: false)`, or its source was stolen, or the device closed or went away.
-    public func setFinishedHandler(_ handler: (@Sendable () -> Void)?) {
-        state.withLock { $0.onFinished = handler }
+    public func addFinishedHandler(_ handler: @escaping @Sendable (VoiceFinish) -> Void) -> VoiceHandlerToken {
+        locked.withLock { $0.handlers.addFinished(handler) }
+    }
+
+    public func removeHandler(_ token: VoiceHandlerToken) {
+        locked.withLock { $0.handlers.remove(token) }
+    }
+
+    /// Sets the one consumed-buffer handler of the caller's own: it replaces the handler this
+    /// method set before, and leaves those added with `addBufferConsumedHandler` (a feeder's)
+    /// alone. `nil` removes it.
+    public func setBufferConsumedHandler(_ handler: (@Sendable (PCMBuffer) -> Void)?) {
+        locked.withLock { st in
+            if let token = st.setConsumed { st.handlers.remove(token) }
+            st.setConsumed = handler.map { st.handlers.addConsumed($0) }
+        }
+    }
+
+    /// Sets the one finished handler of the caller's own, as `setBufferConsumedHandler` does
+    /// for consumed buffers.
+    public func setFinishedHandler(_ handler: (@Sendable (VoiceFinish) -> Void)?) {
+        locked.withLock { st in
+            if let token = st.setFinished { st.handlers.remove(token) }
+            st.setFinished = handler.map { st.handlers.addFinished($0) }
+        }
     }
 
     // MARK: Buffers
 
-    /// Queues `buffer` after those already queued (`alBufferData`, `alSourceQueueBuffers`).
+    /// Queues `buffer` after those already queued.
     /// - Throws: `.invalidParameter` for another format or an empty buffer; `.invalidState`
-    ///   while stopping, after `dispose()`, once the source was stolen or the device closed;
+    ///   while draining, after `dispose()`, once the source was stolen or the device closed;
     ///   `.deviceLost` once the device went away.
     public func enqueue(_ buffer: PCMBuffer) throws {
         guard buffer.format == format else {
@@ -154,61 +213,64 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
         }
         guard buffer.frameCount > 0 else { throw AudioError(.invalidParameter, "an empty buffer cannot be enqueued") }
         try device.perform { _ in
-            try state.withLock { st in
+            try locked.withLock { st in
                 let source = try usable(st)
                 guard !st.draining else {
-                    throw AudioError(.invalidState, "the voice is stopping; enqueue after it has stopped")
+                    throw AudioError(.invalidState,
+                        "the voice is playing out its end (stop(immediately: false)); enqueue after it has stopped")
                 }
                 st.pending.append(buffer)
                 try feed(&st, source: source)
             }
         }
+        drainOutbox(waiting: true)
     }
 
     /// Buffers enqueued and not yet handed back.
-    public var queuedBufferCount: Int { state.withLock { $0.queued.count + $0.pending.count } }
+    public var queuedBufferCount: Int { locked.withLock { $0.pending.count + $0.undelivered } }
 
     // MARK: Transport
 
-    /// Starts or resumes playing (`alSourcePlay`), now or when `hostTime` is heard. With
-    /// nothing queued it starts as soon as a buffer is.
+    /// Starts or resumes (`alSourcePlay`), now or when `hostTime` is heard; see
+    /// `PlaybackVoice.start(atHostTime:)`.
     /// - Parameter hostTime: The `HostTime` at which the first frame should be heard, or `nil`.
     ///   On a loopback device the start falls on the exact frame of the rendered timeline
     ///   (`OpenALDevice.hostTimeBase`); on others the pump starts it when the time is one
     ///   output latency away.
-    /// - Throws: `.invalidState` while a `stop(immediately: false)` is playing out (a paused
-    ///   voice resumes and plays out), after `dispose()`, once stolen or closed; `.deviceLost`.
+    /// - Throws: `.invalidState` after `dispose()`, once stolen or closed; `.deviceLost`.
     public func start(atHostTime hostTime: UInt64?) throws {
         try device.perform { _ in
-            try state.withLock { st in
+            try locked.withLock { st in
                 let source = try usable(st)
-                guard !st.draining || st.transport == .paused else {
-                    throw AudioError(.invalidState, "the voice is stopping; start it once it has stopped")
-                }
-                if st.fade?.stopping == true { stopNow(&st, source: source) }
+                guard st.transport != .playing else { return }
+                if st.fade?.stopping == true { stopNow(&st, source: source, report: .stopped) }
                 st.fade = nil
                 if st.parameters.muted {
                     st.parameters.muted = false
                     st.parameters.applyGain(to: source)
                 }
-                guard st.transport != .playing else { return }
-                if st.transport == .stopped { st.playedFrames = 0 }
-                st.transport = .playing
-                if let hostTime, hostTime > device.nextHeardHostTime() {
-                    st.scheduledStart = hostTime
-                    return
+                if st.transport == .stopped {
+                    st.sourceRead = 0
+                    st.playedFrames = 0
+                    st.converterEnded = false
+                    st.paddedFrames = 0
+                    st.inUnderrun = false
+                    lane.resampler.restart(timeline: 0, playbackRate: st.parameters.pitch)
                 }
-                beginPlaying(&st, source: source)
+                st.transport = .playing
+                if let hostTime, hostTime > device.nextHeardHostTime() { st.scheduledStart = hostTime }
+                try feed(&st, source: source)
             }
         }
+        drainOutbox(waiting: true)
     }
 
     /// Pauses (`alSourcePause`, after a fade over one mixer update); `start` resumes at the
-    /// same frame.
+    /// same frame. A scheduled start not yet reached is cancelled.
     /// - Throws: `.invalidState` after `dispose()`, once stolen or closed; `.deviceLost`.
     public func pause() throws {
         try device.perform { _ in
-            try state.withLock { st in
+            try locked.withLock { st in
                 let source = try usable(st)
                 guard st.transport == .playing else { return }
                 st.transport = .paused
@@ -217,94 +279,117 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
                 } else if st.playingInAL {
                     fadeOut(&st, source: source, stopping: false)
                 }
-                st.starved = false
             }
         }
     }
 
-    /// Stops. `immediately` fades out over one mixer update, then stops the source
-    /// (`alSourceStop`) and hands back every queued buffer; otherwise what is queued plays
-    /// out first and the finished handler runs. On a device that mixes in real time an
-    /// immediate stop returns once the fade is over.
+    /// Stops; see `PlaybackVoice.stop(immediately:)`. `immediately` fades a playing voice out
+    /// over one mixer update, then stops the source (`alSourceStop`); on a device that mixes
+    /// in real time the call returns once that is done and everything is handed back.
     /// - Throws: `.invalidState` after `dispose()`, once stolen or closed; `.deviceLost`.
     public func stop(immediately: Bool) throws {
         let fading = try device.perform { _ -> Bool in
-            try state.withLock { st -> Bool in
+            try locked.withLock { st -> Bool in
                 let source = try usable(st)
-                st.scheduledStart = nil
                 guard immediately else {
-                    if st.transport != .stopped { st.draining = true }
+                    guard !st.draining else { return false }
+                    st.draining = true
+                    try feed(&st, source: source)
+                    return false
+                }
+                st.draining = false
+                st.scheduledStart = nil
+                handBack(&st, st.pending)
+                st.pending = []
+                st.readOffset = 0
+                guard st.transport != .stopped else {
+                    if st.fade?.stopping == true { return true }
+                    discardChunks(&st, source: source)
                     return false
                 }
                 let audible = st.transport == .playing && st.playingInAL
-                st.draining = false
-                st.starved = false
+                    || st.fade.map { !$0.stopping } ?? false
                 st.transport = .stopped
-                st.handBack += st.pending
-                st.pending = []
-                if st.fade?.stopping == true { return true }
                 if audible {
                     fadeOut(&st, source: source, stopping: true)
                     return true
                 }
-                stopNow(&st, source: source)
+                stopNow(&st, source: source, report: .stopped)
                 return false
             }
         }
         if fading, !device.rendersOnDemand { waitForStopFade() }
+        drainOutbox(waiting: true)
     }
 
-    /// Stops at once and frees the voice: its source goes back to the device's pool, its
-    /// OpenAL buffers are deleted, and every buffer it held is handed back, here. Later
-    /// calls throw `.invalidState`.
+    /// Stops at once (no fade) and frees the voice: its source goes back to the device's pool,
+    /// its OpenAL buffers are deleted, every buffer it held is handed back and the finished
+    /// handlers hear `.disposed` (when it was started), here. Later calls throw `.invalidState`.
     public func dispose() {
-        let (buffers, handler) = (try? device.perform { s -> ([PCMBuffer], (@Sendable (PCMBuffer) -> Void)?) in
-            state.withLock { st -> ([PCMBuffer], (@Sendable (PCMBuffer) -> Void)?) in
-                guard st.ended == nil, let source = st.source else { return ([], nil) }
+        let reason = AudioError(.invalidState, "the voice was disposed")
+        _ = try? device.perform { s in
+            locked.withLock { st in
+                guard st.ended == nil, let source = st.source else { return }
+                let started = st.transport != .stopped
+                alSourceStop(source)
+                discardChunks(&st, source: source)
                 device.releaseSource(source, &s)
                 deleteNames(&st)
-                return end(&st, reason: AudioError(.invalidState, "the voice was disposed"))
+                end(&st, reason: reason, report: started ? .disposed : nil)
             }
-        }) ?? ([], nil)
-        state.withLock { st in if st.ended == nil { st.ended = AudioError(.invalidState, "the voice was disposed") } }
-        if let handler { for buffer in buffers { handler(buffer) } }
+        }
+        locked.withLock { st in if st.ended == nil { st.ended = reason } }
+        drainOutbox(waiting: true)
+        locked.withLock { $0.handlers.removeAll() }
     }
 
     // MARK: State and time
 
+    public var state: VoiceState { locked.withLock { $0.transport } }
+
+    public var isDraining: Bool { locked.withLock { $0.draining } }
+
     /// Whether it is playing: started and not paused or stopped (also while waiting for a
     /// scheduled start, for buffers after an underrun, or playing out after a non-immediate stop).
-    public var isPlaying: Bool { state.withLock { $0.transport == .playing } }
+    public var isPlaying: Bool { locked.withLock { $0.transport == .playing } }
 
-    /// Frames of enqueued audio played since `start`: buffers unqueued plus `AL_SAMPLE_OFFSET`.
+    /// Source frames taken since the start, at the frame OpenAL's mixer has reached.
     public var framesPlayed: Int {
         let fromAL = try? device.perform { _ in
-            state.withLock { st -> Int in
+            locked.withLock { st -> Int in
                 guard let source = st.source else { return st.playedFrames }
                 switch Self.sourceState(source) {
                 case AL_PLAYING, AL_PAUSED:
                     var offset: Int32 = 0
                     alGetSourcei(source, AL_SAMPLE_OFFSET, &offset)
-                    return st.playedFrames + Int(offset)
+                    var left = Int(offset)
+                    for entry in st.queued {
+                        if left < entry.frames {
+                            let share = Double(entry.readAfter - entry.readBefore) * Double(left) / Double(entry.frames)
+                            return entry.readBefore + Int(share.rounded(.down))
+                        }
+                        left -= entry.frames
+                    }
+                    return st.queued.last?.readAfter ?? st.playedFrames
                 case AL_STOPPED where st.playingInAL:
-                    return st.playedFrames + st.queued.reduce(0) { $0 + $1.buffer.frameCount }
+                    return st.queued.last?.readAfter ?? st.playedFrames
                 default:
                     return st.playedFrames
                 }
             }
         }
-        return fromAL ?? state.withLock { $0.playedFrames }
+        return fromAL ?? locked.withLock { $0.playedFrames }
     }
 
     /// Times it ran dry while playing.
-    public var underrunCount: Int { state.withLock { $0.underruns } }
+    public var underrunCount: Int { locked.withLock { $0.underruns } }
 
     /// Seconds from a frame being mixed to its being heard: OpenAL's own figure
     /// (`AL_SEC_OFFSET_LATENCY_SOFT`, `AL_SOFT_source_latency`), plus the null device's
     /// virtual buffer.
     public var outputLatency: Double {
         let openAL = (try? device.perform { _ in
-            state.withLock { st -> Double in
+            locked.withLock { st -> Double in
                 guard let source = st.source else { return 0 }
                 var values: [Double] = [0, 0]
                 alGetSourcedvSOFT(source, AL_SEC_OFFSET_LATENCY_SOFT, &values)
@@ -326,7 +411,7 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
     /// Changes the source's parameters under the device and state locks, on a usable source.
     private func adjustParameters(_ body: (inout SourceParameters, UInt32) throws -> Void) throws {
         try device.perform { _ in
-            try state.withLock { st in
+            try locked.withLock { st in
                 let source = try usable(st)
                 try body(&st.parameters, source)
             }
@@ -336,10 +421,10 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
     // MARK: Parameters
 
     /// The volume, 0…1, where its ramp has reached.
-    public var volume: Float { state.withLock { $0.parameters.volume } }
+    public var volume: Float { locked.withLock { $0.parameters.volume } }
 
     /// Sets the volume (`AL_GAIN`), gliding to it over `rampSeconds` (over one mixer update,
-    /// OpenAL Soft's own smoothing, when 0).
+    /// OpenAL Soft's own smoothing, when 0). Before `start`, it applies from the first frame.
     /// - Throws: `.invalidParameter` outside 0…1 or for a negative ramp; `.invalidState`
     ///   after `dispose()`.
     public func setVolume(_ volume: Float, rampSeconds: Double) throws {
@@ -352,11 +437,11 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
     }
 
     /// The stereo position, −1…1.
-    public var pan: Float { state.withLock { $0.parameters.pan } }
+    public var pan: Float { locked.withLock { $0.parameters.pan } }
 
-    /// Sets the stereo position. A mono voice follows `PanLaw.mono` at once (placed with
-    /// `AL_POSITION`, see `PanCalibration`); a stereo voice is balanced by `PanLaw.stereo`
-    /// from the next buffer copied into OpenAL (what is already queued there keeps its
+    /// Sets the stereo position by `PanLaw`. A mono voice moves at once (placed with
+    /// `AL_POSITION`, see `PanCalibration`); a stereo voice is balanced as its audio is
+    /// converted, so from the next chunk (what is already queued in OpenAL keeps its
     /// balance); more channels are folded to stereo and not panned.
     /// - Throws: `.invalidParameter` outside −1…1; `.invalidState` after `dispose()`.
     public func setPan(_ pan: Float) throws {
@@ -368,17 +453,15 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
     }
 
     /// The playback rate, 0.5…2.
-    public var playbackRate: Float { state.withLock { $0.parameters.pitch } }
+    public var playbackRate: Float { locked.withLock { $0.parameters.pitch } }
 
-    /// Sets the playback rate (`AL_PITCH`): varispeed, so pitch follows speed.
+    /// Sets the playback rate: varispeed, so pitch follows speed, converted by Spool (OpenAL's
+    /// `AL_PITCH` stays 1). Before `start` it applies from the first frame; while playing, from
+    /// the next chunk converted.
     /// - Throws: `.invalidParameter` outside 0.5…2; `.invalidState` after `dispose()`.
     public func setPlaybackRate(_ rate: Float) throws {
         try SourceParameters.checkRate(rate)
-        try adjustParameters { parameters, source in
-            parameters.pitch = rate
-            parameters.applyPitch(to: source)
-            try OpenALStatus.al().check("alSourcef(AL_PITCH, \(rate))")
-        }
+        try adjustParameters { parameters, _ in parameters.pitch = rate }
     }
 
     // MARK: Helpers
@@ -391,7 +474,7 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
 
     private func waitForStopFade() {
         let deadline = HostTime.now() + UInt64(3 * device.settleNanoseconds) + HostTime.nanoseconds(0.1)
-        while HostTime.now() < deadline, state.withLock({ $0.fade?.stopping == true }) {
+        while HostTime.now() < deadline, locked.withLock({ $0.fade?.stopping == true }) {
             usleep(1_000)
         }
     }
@@ -401,4 +484,23 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
         alGetSourcei(source, AL_SOURCE_STATE, &value)
         return value
     }
+}
+
+/// A streaming source's converter and the memory it converts into. Not thread-safe: its
+/// voice touches it only with its lock held.
+final class ConversionLane: @unchecked Sendable {
+    // Sendable: only used under the owning voice's `locked` mutex.
+    let resampler: QueueResampler
+    let channelCount: Int
+    let output: UnsafeMutablePointer<Float>
+
+    init(format: AudioFormat, deviceRate: Double, chunkFrames: Int) throws {
+        channelCount = format.channelCount
+        resampler = try QueueResampler(
+            channelCount: format.channelCount, sourceRate: format.sampleRate, ratio: deviceRate / format.sampleRate,
+            maximumFrames: max(chunkFrames, 4096), declickFrames: max(1, Int(deviceRate * 0.005)))
+        output = .allocate(capacity: chunkFrames * format.channelCount)
+    }
+
+    deinit { output.deallocate() }
 }

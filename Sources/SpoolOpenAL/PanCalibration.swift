@@ -3,14 +3,15 @@ import Foundation
 import SpoolCore
 
 /// Where to place a mono source, and how much to boost it, so that OpenAL Soft's panner
-/// gives the constant-power law both back-ends share (`PanLaw.mono`).
+/// gives the pan law both back-ends share (`PanLaw.mono`).
 ///
 /// OpenAL Soft's stereo panner is not constant power. In 1.19 a source straight ahead comes
 /// out at 0.596 on each side (−4.5 dB, not −3 dB), and the gains follow the azimuth through
 /// an ambisonic decode that reaches one side fully at ±60°: left² + right² runs from 0.71
 /// ahead to 1.00 at the sides. So a mono source is placed at the azimuth where OpenAL's
-/// right/left ratio equals the law's tan θ, and its `AL_GAIN` is scaled by the inverse of
-/// OpenAL's total there; what comes out is cos θ and sin θ. Rather than copy 1.19's decoder
+/// right/left ratio equals the law's, and its `AL_GAIN` is scaled by the law's total over
+/// OpenAL's there (1/0.596 at the centre, where the law plays both sides at unity); what
+/// comes out is the law's gains. Rather than copy 1.19's decoder
 /// coefficients, Spool measures the panner once per process on a private loopback device
 /// (181 directions, a few milliseconds), so a library that pans differently is matched too.
 final class PanCalibration: Sendable {
@@ -88,9 +89,11 @@ final class PanCalibration: Sendable {
     }
 
     /// The placement for `pan`: the unit vector to set as `AL_POSITION` (relative to the
-    /// listener, who faces −z) and the factor to multiply `AL_GAIN` by.
+    /// listener, who faces −z) and the factor to multiply `AL_GAIN` by, so that OpenAL's
+    /// panner gives `PanLaw.mono(pan)`.
     func placement(forPan pan: Float) -> (x: Float, z: Float, gain: Float) {
-        let theta = (min(1, max(-1, pan)) + 1) * Float.pi / 4  // PanLaw.mono's angle
+        let law = PanLaw.mono(pan)
+        let theta = atan2(law.right, law.left)
         // The first measured interval whose angles span theta.
         var upper = angles.firstIndex { $0 >= theta } ?? angles.count - 1
         if upper == 0 { upper = 1 }
@@ -99,6 +102,6 @@ final class PanCalibration: Sendable {
         let t = span > 0 ? min(1, max(0, (theta - angles[lower]) / span)) : 0
         let azimuth = azimuths[lower] + t * (azimuths[upper] - azimuths[lower])
         let magnitude = magnitudes[lower] + t * (magnitudes[upper] - magnitudes[lower])
-        return (sin(azimuth), -cos(azimuth), 1 / magnitude)
+        return (sin(azimuth), -cos(azimuth), (law.left * law.left + law.right * law.right).squareRoot() / magnitude)
     }
 }

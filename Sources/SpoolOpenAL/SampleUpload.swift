@@ -28,36 +28,46 @@ struct SampleUpload {
     ///   - balance: For stereo, the `PanLaw.stereo` position to apply; ignored otherwise.
     /// - Throws: The AL error of `alBufferData`.
     mutating func upload(_ buffer: PCMBuffer, into name: UInt32, balance: Float = 0) throws {
-        let channels = buffer.format.channelCount
-        let rate = Int32(buffer.format.sampleRate)
+        try buffer.withUnsafeSamples { samples in
+            try upload(samples, channels: buffer.format.channelCount, rate: buffer.format.sampleRate, into: name,
+                       balance: balance)
+        }
+    }
+
+    /// Uploads interleaved `samples` of `channels` channels at `rate` into the OpenAL buffer
+    /// `name`, in a batch.
+    /// - Parameters:
+    ///   - samples: Whole frames.
+    ///   - channels: Their channel count.
+    ///   - rate: Their sample rate, a whole number.
+    ///   - name: An OpenAL buffer not queued on any source.
+    ///   - balance: For stereo, the `PanLaw.stereo` position to apply; ignored otherwise.
+    /// - Throws: The AL error of `alBufferData`.
+    mutating func upload(_ samples: UnsafeBufferPointer<Float>, channels: Int, rate sampleRate: Double, into name: UInt32,
+                         balance: Float = 0) throws {
+        let rate = Int32(sampleRate)
+        let frames = samples.count / channels
         switch channels {
         case 1:
-            buffer.withUnsafeSamples { samples in
-                alBufferData(name, AL_FORMAT_MONO_FLOAT32, samples.baseAddress, Int32(samples.count * 4), rate)
-            }
+            alBufferData(name, AL_FORMAT_MONO_FLOAT32, samples.baseAddress, Int32(frames * 4), rate)
         case 2 where balance == 0:
-            buffer.withUnsafeSamples { samples in
-                alBufferData(name, AL_FORMAT_STEREO_FLOAT32, samples.baseAddress, Int32(samples.count * 4), rate)
-            }
+            alBufferData(name, AL_FORMAT_STEREO_FLOAT32, samples.baseAddress, Int32(frames * 8), rate)
         default:
-            let frames = buffer.frameCount
             if scratch.count < frames * 2 { scratch = [Float](repeating: 0, count: frames * 2) }
-            buffer.withUnsafeSamples { samples in
-                scratch.withUnsafeMutableBufferPointer { out in
-                    if channels == 2 {
-                        let (left, right) = PanLaw.stereo(balance)
-                        for i in 0..<frames {
-                            out[2 * i] = samples[2 * i] * left
-                            out[2 * i + 1] = samples[2 * i + 1] * right
-                        }
-                    } else {
-                        Self.foldDown(samples, channels: channels, frames: frames, into: out)
+            scratch.withUnsafeMutableBufferPointer { out in
+                if channels == 2 {
+                    let (left, right) = PanLaw.stereo(balance)
+                    for i in 0..<frames {
+                        out[2 * i] = samples[2 * i] * left
+                        out[2 * i + 1] = samples[2 * i + 1] * right
                     }
-                    alBufferData(name, AL_FORMAT_STEREO_FLOAT32, out.baseAddress, Int32(frames * 8), rate)
+                } else {
+                    Self.foldDown(samples, channels: channels, frames: frames, into: out)
                 }
+                alBufferData(name, AL_FORMAT_STEREO_FLOAT32, out.baseAddress, Int32(frames * 8), rate)
             }
         }
-        try OpenALStatus.al().check("alBufferData for \(buffer.frameCount) frames of \(buffer.format)")
+        try OpenALStatus.al().check("alBufferData for \(frames) frames of \(channels) channels at \(rate) Hz")
     }
 
     /// Folds `channels` (WAV order) down to stereo with the coefficients the buffer queue's

@@ -36,6 +36,9 @@ struct SourceParameters: Sendable {
     var ramp: Ramp?
     var pan: Float = 0
     var pitch: Float = 1
+    /// Whether `pitch` goes to OpenAL (`AL_PITCH`): for static sources. A streaming source
+    /// converts its rate itself and keeps `AL_PITCH` at 1.
+    var pitchInOpenAL = true
     /// Silenced while fading out before a pause or a stop.
     var muted = false
 
@@ -95,7 +98,7 @@ struct SourceParameters: Sendable {
         alSourcef(source, AL_MAX_GAIN, 4)
         alSourcei(source, AL_DIRECT_CHANNELS_SOFT, uploadedChannels == 2 ? AL_TRUE : AL_FALSE)
         alSourcei(source, AL_LOOPING, AL_FALSE)
-        alSourcef(source, AL_PITCH, pitch)
+        alSourcef(source, AL_PITCH, pitchInOpenAL ? pitch : 1)
         applyGain(to: source)
     }
 
@@ -114,6 +117,6 @@ struct SourceParameters: Sendable {
 
     /// Sets `AL_PITCH`: in a batch.
     func applyPitch(to source: UInt32) {
-        alSourcef(source, AL_PITCH, pitch)
+        alSourcef(source, AL_PITCH, pitchInOpenAL ? pitch : 1)
     }
 }

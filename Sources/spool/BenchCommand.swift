@@ -15,8 +15,8 @@ enum BenchCommand {
                 buffer cache on a folder (default Fixtures): cold load serial vs parallel,
                 hit latency p50/p99, bytes held against the budget (N MiB, default 64)
           latency [--backends queue,openal] [--output null|default|alsa:NAME] [--buffer-frames LIST]
-                  [--buffers LIST] [--starts N] [--seconds S] [--load] [--json PATH] [--chart PATH.svg]
-                  [--acoustic]
+                  [--buffers LIST] [--device-rate HZ] [--starts N] [--seconds S] [--load] [--json PATH]
+                  [--chart PATH.svg] [--acoustic]
                 start and output latency, refill turnaround and underruns of each back-end
                 ('spool bench latency --help' tells more)
           mix [--voices N] [--seconds S] [--period FRAMES] [--converted SHARE] [--json PATH]
@@ -34,11 +34,22 @@ enum BenchCommand {
         case "cache": try CacheBench.run(rest)
         case "mix": try MixBench.run(rest)
         case "mix-openal": try MixBench.runOpenALWorker(rest)
-        case "latency": try LatencyBench.run(rest)
+        case "latency": try LatencyBench.run(deviceRateSpelledRate(rest))
         case "latency-worker": try LatencyWorker.run(rest)
         case "resample": try ResampleBench.run(rest)
         case "--help", "-h": print(help)
         default: throw UsageError("unknown benchmark '\(name)'")
+        }
+    }
+
+    /// The device rate is `--device-rate` in every command (`spool play` too, where `--rate` is
+    /// the playback rate); the latency bench also takes its older spelling `--rate`, which is
+    /// what it reads.
+    static func deviceRateSpelledRate(_ words: [String]) -> [String] {
+        words.map { word in
+            if word == "--device-rate" { return "--rate" }
+            if word.hasPrefix("--device-rate=") { return "--rate=" + word.dropFirst("--device-rate=".count) }
+            return word
         }
     }
 

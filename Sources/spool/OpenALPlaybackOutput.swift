@@ -19,16 +19,10 @@ enum OpenALPlaybackOutput {
         case "null":
             backend = try OpenALBackend(.null(configuration))
         case "default":
-            do {
-                backend = try OpenALBackend(.systemDefault, configuration: configuration)
-            } catch let error as AudioError where error.code == .deviceUnavailable {
-                // OpenAL Soft 1.19 does not fall back to its null driver by itself.
-                notice = "no audio device could be opened (\(error.message)); playing to the null device"
-                backend = try OpenALBackend(.null(configuration))
-            }
+            (backend, notice) = try OpenALBackend.open(.systemDefault, configuration: configuration, fallbackToNull: true)
         default:
             guard output.hasPrefix("alsa:") || output.hasPrefix("openal:") else {
-                throw UsageError("--output is default, null, openal:NAME or wav:PATH for the OpenAL back-end")
+                throw UsageError("--output is default, null, openal:NAME or wav:PATH for the OpenAL back-end, not '\(output)'")
             }
             let name = String(output.drop(while: { $0 != ":" }).dropFirst())
             backend = try OpenALBackend(.named(name), configuration: configuration)

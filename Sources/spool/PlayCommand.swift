@@ -56,7 +56,7 @@ enum PlayCommand {
                                              configuration: options.configuration)
         if let notice = output.notice { printError("spool: \(notice)") }
         let voice = try output.backend.makeVoice(format: decoder.format)
-        try voice.setVolume(options.volume, rampSeconds: 0)
+        try voice.setVolume(options.volume)
         try voice.setPan(options.pan)
         try voice.setPlaybackRate(options.rate)
         let feeder = try VoiceFeeder(voice: voice, source: .decoder(decoder),
@@ -64,8 +64,8 @@ enum PlayCommand {
                                      buffersAhead: 3, numberOfLoops: options.loops)
         let done = DispatchSemaphore(value: 0)
         let failure = LockedBox<AudioError?>(nil)
-        feeder.setCompletion { error in
-            failure.value = error
+        feeder.setCompletion { outcome in
+            if case .failed(let error) = outcome { failure.value = error }
             done.signal()
         }
         try feeder.prime()
@@ -85,7 +85,9 @@ enum PlayCommand {
             Thread.sleep(forTimeInterval: voice.outputLatency)
         }
         let seconds = HostTime.seconds(from: start, to: HostTime.now())
-        printError("spool: played \(voice.framesPlayed) frames in \(String(format: "%.2f", seconds)) s, \(voice.underrunCount) underruns")
+        let underruns = voice.underrunCount
+        printError("spool: played \(voice.framesPlayed) frames in \(String(format: "%.2f", seconds)) s, "
+                   + "\(underruns) underrun\(underruns == 1 ? "" : "s")")
         voice.dispose()
         if let error = failure.value { throw error }
     }

@@ -29,11 +29,11 @@ struct PlaybackOutput {
                     finish: { try writer.finish() })
             }
             let target: OutputTarget
-            do { target = try OutputTarget(parsing: output) } catch let error as AudioError {
-                throw UsageError(error.message)
+            do { target = try OutputTarget(parsing: output) } catch is AudioError {
+                throw UsageError("--output is default, null, alsa:NAME or wav:PATH, not '\(output)'")
             }
-            let (device, notice) = try OutputDeviceFactory.open(target, configuration: configuration)
-            let backend = try BufferQueueBackend(device: device)
+            let (backend, notice) = try BufferQueueBackend.open(target, configuration: configuration)
+            let device = backend.engine.device
             return PlaybackOutput(
                 backend: backend,
                 description: "\(device.name) via queue (\(device.format), \(device.periodFrames) × \(device.periodCount) frames)",

@@ -11,7 +11,8 @@ let usage = """
                                             PCM out: .wav → WAV float32, else raw float32 LE
       play FILE [--backend queue|openal] [--output default|null|wav:PATH] ...
                                             play a file, or render it offline to WAV
-      bench decode|cache|mix ...            the benchmarks
+      bench decode|cache|mix|latency|resample ...
+                                            the benchmarks ('spool bench --help' lists them)
 
     'spool <command> --help' tells more.
     """
@@ -20,6 +21,9 @@ let usage = """
 func printError(_ text: String) {
     FileHandle.standardError.write(Data((text + "\n").utf8))
 }
+
+/// The subcommands, for the hint after a usage error.
+let commands: Set<String> = ["info", "decode", "play", "bench"]
 
 var words = Array(CommandLine.arguments.dropFirst())
 guard let command = words.first else {
@@ -39,7 +43,7 @@ do {
     exit(0)
 } catch let error as UsageError {
     printError("spool: \(error.message)")
-    printError("try 'spool \(command == "--help" ? "" : command) --help'")
+    printError(commands.contains(command) ? "try 'spool \(command) --help'" : "try 'spool --help'")
     exit(2)
 } catch is ExitFailure {
     exit(1)

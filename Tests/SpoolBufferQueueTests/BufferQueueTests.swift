@@ -256,20 +256,25 @@ struct BufferQueueTests {
         #expect(up[240...].allSatisfy { abs($0 - 0.5) < 1e-6 })
     }
 
-    @Test func monoPansWithTheConstantPowerLaw() throws {
+    @Test func monoPansWithTheBalanceLaw() throws {
         let (engine, device) = try makeOfflineEngine()
         let mono = try AudioFormat(sampleRate: 48_000, channelCount: 1)
         let queue = try BufferQueue(format: mono, engine: engine) { _, _ in }
         try queue.enqueue(try filledBuffer(queue, [Float](repeating: 1, count: 4000)))
         try queue.start()
+        // At the centre a mono source plays at unity on both channels, as an Audio Queue does.
         let centre = try device.render(frames: 256).samples
-        #expect(abs(centre[0] - 0.707_106_8) < 1e-6 && abs(centre[1] - 0.707_106_8) < 1e-6)
+        #expect(centre.allSatisfy { $0 == 1 })
         try queue.setPan(-1)
         let left = try device.render(frames: 512).samples
-        #expect(abs(left[1000] - 1) < 1e-6 && abs(left[1001]) < 1e-6)
+        #expect(left[1000] == 1 && abs(left[1001]) < 1e-6)
         let l = channel(left, 0, of: 2), r = channel(left, 1, of: 2)
-        // Constant power all along the ramp.
-        #expect(zip(l, r).allSatisfy { abs($0 * $0 + $1 * $1 - 1) < 1e-4 })
+        // All along the glide the near side stays at unity and the far side falls as
+        // cos(|p| · π/2) of the gliding position: never rising.
+        #expect(l.allSatisfy { $0 == 1 })
+        #expect(zip(r, r.dropFirst()).allSatisfy { $1 <= $0 + 1e-7 })
+        // Half way through the 5 ms glide (240 frames) the position is -0.5: cos(π/4).
+        #expect(abs(r[120] - Float(cos(Double.pi / 4))) < 0.01)
     }
 
     @Test func levelMeterReportsPeakAndAverage() throws {

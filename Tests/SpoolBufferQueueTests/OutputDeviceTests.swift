@@ -385,4 +385,24 @@ struct OutputTargetTests {
             #expect(fallback.device is ALSADevice)
         }
     }
+
+    @Test func theOfflineDeviceComesTypedToRender() throws {
+        let device = try OutputDeviceFactory.openOffline(configuration: OutputConfiguration(sampleRate: 44_100, periodFrames: 128))
+        let backend = try BufferQueueBackend(device: device)
+        let voice = try backend.makeVoice(format: try AudioFormat(sampleRate: 44_100, channelCount: 2))
+        try voice.enqueue(try PCMBuffer(format: voice.format, samples: [Float](repeating: 0.5, count: 200)))
+        try voice.start()
+        let out = try device.render(frames: 128)
+        #expect(out.format.sampleRate == 44_100)
+        #expect(Array(out.samples[0..<200]) == [Float](repeating: 0.5, count: 200))
+    }
+
+    @Test func aBackEndOpensItsOutputWithTheSameFallback() throws {
+        let configuration = OutputConfiguration(sampleRate: 48_000, periodFrames: 256, periodCount: 2)
+        let null = try BufferQueueBackend.open(.null, configuration: configuration)
+        #expect(null.backend.engine.device is NullDevice && null.notice == nil)
+        expectError(.deviceUnavailable) { _ = try BufferQueueBackend.open(.alsa("spool_no_such_device"), configuration: configuration) }
+        let fallback = try BufferQueueBackend.open(.default, configuration: configuration)
+        #expect((fallback.notice != nil) == (fallback.backend.engine.device is NullDevice))
+    }
 }

@@ -3,6 +3,7 @@ import Foundation
 import Testing
 import SpoolCore
 @testable import SpoolBufferQueue
+@testable import SpoolResampling
 
 /// The queue engine's rate conversion: libsoxr at a playback rate of 1, the sinc converter
 /// while varispeed, and the switches between them.

@@ -3,6 +3,7 @@ import Foundation
 import SpoolCore
 import Testing
 @testable import SpoolBufferQueue
+@testable import SpoolResampling
 
 @Suite("RateConverter")
 struct RateConverterTests {

@@ -46,7 +46,7 @@ struct DeviceTests {
         let voice = try backend.makeVoice(format: stereo48)
         // Each buffer goes round again from the consumed handler; note which thread runs it.
         let threads = Mutex<Set<UInt>>([])
-        voice.setBufferConsumedHandler { [weak voice] buffer in
+        voice.addBufferConsumedHandler { [weak voice] buffer in
             threads.withLock { _ = $0.insert(UInt(pthread_self())) }
             try? voice?.enqueue(buffer)
         }

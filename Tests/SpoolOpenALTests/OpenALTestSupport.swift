@@ -15,8 +15,8 @@ final class VoiceLog: Sendable {
     private let finishes = Atomic<Int>(0)
 
     init(_ voice: any PlaybackVoice) {
-        voice.setBufferConsumedHandler { [weak self] buffer in self?.consumed.withLock { $0.append(buffer) } }
-        voice.setFinishedHandler { [weak self] in self?.finishes.add(1, ordering: .relaxed) }
+        voice.addBufferConsumedHandler { [weak self] buffer in self?.consumed.withLock { $0.append(buffer) } }
+        voice.addFinishedHandler { [weak self] _ in self?.finishes.add(1, ordering: .relaxed) }
     }
 
     var buffers: [PCMBuffer] { consumed.withLock { $0 } }

@@ -41,12 +41,16 @@ struct StreamingSourceTests {
         try voice.start()
         var rendered = 0
         var out: [Float] = []
+        // The voice converts (here: copies) three mixer updates ahead of OpenAL's mixer, and
+        // hands a buffer back once its last frame is converted.
+        let lead = 3 * 256
+        #expect(log.count == lead / 500)
         while rendered < 5888 {
             out += try device.render(frames: 256).samples
             rendered += 256
-            // Serviced after each period: every buffer OpenAL finished has come back, no more.
-            #expect(log.count == rendered / 500, "after \(rendered) frames")
-            #expect(voice.queuedBufferCount == 12 - rendered / 500)
+            // Serviced after each period: the lead is topped up, the buffers it finished come back.
+            #expect(log.count == min(12, (rendered + lead) / 500), "after \(rendered) frames")
+            #expect(voice.queuedBufferCount == 12 - min(12, (rendered + lead) / 500))
             #expect(voice.framesPlayed == rendered)
         }
         #expect(mismatch(out, ramp(frames: 5888, channels: 2)) == nil)
@@ -131,7 +135,7 @@ struct StreamingSourceTests {
         #expect(tail[256...].allSatisfy { $0 == 0 })
         #expect(log.count == 4)
         #expect(voice.queuedBufferCount == 0)
-        #expect(log.finishedCount == 0)
+        #expect(log.finishedCount == 1, "a started voice that stops reports it")
     }
 
     @Test func pauseFadesAndResumesAtTheSameFrame() throws {
@@ -201,13 +205,13 @@ struct StreamingSourceTests {
         let voice = try backend.makeVoice(format: stereo48)
         let feeder = try VoiceFeeder(voice: voice, source: .buffer(source), bufferFrames: 1024, buffersAhead: 3)
         let completions = Mutex<[String]>([])
-        feeder.setCompletion { error in completions.withLock { $0.append(error.map { "\($0)" } ?? "ok") } }
+        feeder.setCompletion { outcome in completions.withLock { $0.append("\(outcome)") } }
         try feeder.prime()
         try voice.start()
         let out = try backend.device.render(frames: 12_288).samples
         #expect(mismatch(out[0..<20_000], source.samples) == nil)
         #expect(out[20_000...].allSatisfy { $0 == 0 })
-        #expect(completions.withLock { $0 } == ["ok"])
+        #expect(completions.withLock { $0 } == ["finished"])
         #expect(!voice.isPlaying)
         #expect(voice.underrunCount == 0)
         #expect(voice.framesPlayed == 10_000)
@@ -243,9 +247,17 @@ struct StreamingSourceTests {
         try voice.start()
         let out = channel(try device.render(frames: 24_000).samples, 0)
         let frequency = zeroCrossingFrequency(out[1000..<23_000], rate: 48_000)
-        #expect(abs(frequency - 1_000) < 1)
-        // OpenAL Soft steps through the source in 1/4096ths of a frame: 44100/48000 becomes
-        // 3763/4096, 0.005 % slow.
-        #expect(abs(voice.framesPlayed - 22_050) <= 3)
+        #expect(abs(frequency - 1_000) < 0.05)
+        // The voice converts with libsoxr, which takes up to 30 ms of source ahead of what it
+        // plays (OpenAL Soft's own resampler, stepping in 1/4096ths of a frame, would run
+        // 53 ppm slow and drop the last frames).
+        let ahead = voice.framesPlayed - 22_050
+        #expect((0...1_323).contains(ahead), "framesPlayed \(voice.framesPlayed)")
+        try voice.stop(immediately: false)
+        let rest = channel(try device.render(frames: 26_000).samples, 0)
+        #expect(voice.framesPlayed == 44_100, "every source frame plays")
+        #expect(!voice.isPlaying)
+        let sounding = 24_000 + (rest.lastIndex { abs($0) > 1e-3 } ?? 0) + 1
+        #expect(abs(sounding - 48_000) <= 2, "sounds for \(sounding) frames at 48 kHz")
     }
 }

@@ -29,10 +29,10 @@ import Glibc
 /// the fixed lane can produce, and libsoxr is fed from the input frame that puts one of its
 /// outputs exactly there. libsoxr is never cleared (that allocates): the unwanted outputs
 /// are skipped.
-final class QueueResampler {
+package final class QueueResampler {
     /// Reads the queue's next source frames: fills `frames` frames at the pointer and returns
     /// how many, fewer only when a draining queue has ended.
-    typealias SourceReader = (UnsafeMutablePointer<Float>, Int) -> Int
+    package typealias SourceReader = (UnsafeMutablePointer<Float>, Int) -> Int
 
     enum Mode: Equatable {
         /// The fixed-ratio lane plays.
@@ -50,11 +50,11 @@ final class QueueResampler {
     /// The most libsoxr may read ahead of what it plays, in seconds of source: 30 ms, a little
     /// under what the sinc converter read ahead at 8 kHz before libsoxr played fixed ratios
     /// (its 48-frame filter plus a 256-frame chunk); 44.1 → 48 kHz reads 26 ms ahead.
-    static let maximumReadAheadSeconds = 0.03
+    package static let maximumReadAheadSeconds = 0.03
 
-    let channelCount: Int
+    package let channelCount: Int
     /// Device frames per source frame at a playback rate of 1.
-    let ratio: Double
+    package let ratio: Double
     private(set) var mode = Mode.fixed
 
     private let soxr: SoxrStream?
@@ -110,7 +110,7 @@ final class QueueResampler {
     ///   - maximumFrames: The most frames one `render` call asks for.
     ///   - declickFrames: Length of a lane crossfade.
     /// - Throws: A rate-converter error.
-    init(channelCount: Int, sourceRate: Double, ratio: Double, maximumFrames: Int, declickFrames: Int) throws {
+    package init(channelCount: Int, sourceRate: Double, ratio: Double, maximumFrames: Int, declickFrames: Int) throws {
         self.channelCount = channelCount
         self.ratio = ratio
         var soxr: SoxrStream?
@@ -157,17 +157,45 @@ final class QueueResampler {
     }
 
     /// The queue sample time sounding in the next output frame.
-    var heardTime: Double { outputInstant - timelineOrigin }
+    package var heardTime: Double { outputInstant - timelineOrigin }
 
     /// Whether the next frames can be read straight from the queued buffers: source and device
     /// rates match, the playback rate is 1, and nothing has been read ahead.
-    func canReadInPlace(playbackRate: Float) -> Bool {
+    package func canReadInPlace(playbackRate: Float) -> Bool {
         ratio == 1 && mode == .fixed && playbackRate == 1 && identityPosition == ring.end && sourceEnd == Int.max
     }
 
+    /// Whether the next outputs are the source frames themselves, one source frame each, at
+    /// `playbackRate`: a render then reads exactly as many frames as it writes.
+    package func copiesSource(playbackRate: Float) -> Bool {
+        ratio == 1 && mode == .fixed && playbackRate == 1 && soxr == nil
+    }
+
+    /// About how many more source frames a `render` of `frames` frames at `playbackRate`
+    /// reads: the source those frames sound, plus what the lanes read ahead of it (libsoxr's
+    /// look-ahead and one of its chunks, the sinc converter's reach and fill step; both during
+    /// a change of lane), less what is already read. A caller that cannot supply that many
+    /// without running dry waits for more (see the OpenAL back-end's streaming source).
+    package func sourceFramesNeeded(forOutput frames: Int, playbackRate: Float) -> Int {
+        let rate = Double(playbackRate)
+        let step = max(rate, 1) / ratio
+        var ahead = 0.0
+        // The fixed lane plays, or may come back within the call; the sinc converter plays, or
+        // takes over within it.
+        let fixedPlays = mode != .varispeed || rate == 1
+        let sincPlays = mode != .fixed || rate != 1
+        if fixedPlays, let soxr { ahead += Double(soxr.lookaheadFrames + soxr.chunkFrames) }
+        if sincPlays { ahead += varispeed.filterReachFrames(atRatio: max(ratio / 2, RateConverterKind.supportedRatios.lowerBound)) + 320 }
+        let end = outputInstant + Double(frames) * step + ahead
+        return max(0, Int(end.rounded(.up)) - ring.end)
+    }
+
+    /// Source frames read so far beyond the sounding instant.
+    package var framesReadAhead: Double { Double(ring.end) - outputInstant }
+
     /// Takes note of `frames` source frames played in place (`nil`: silence): the history a
     /// switch into varispeed starts from.
-    func recordHistory(_ frames: UnsafePointer<Float>?, frames count: Int) {
+    package func recordHistory(_ frames: UnsafePointer<Float>?, frames count: Int) {
         identityPosition += count
         // Only the history, at a playback rate of 1; during a crossfade also what the sinc
         // converter has yet to read.
@@ -176,7 +204,7 @@ final class QueueResampler {
 
     /// Starts the source over at queue sample time `timeline`, with silence before it: at a
     /// fresh start and after a reset. Reads nothing; real-time safe.
-    func restart(timeline: Double, playbackRate: Float) {
+    package func restart(timeline: Double, playbackRate: Float) {
         let start = ring.end + historyFrames
         ring.clear(at: ring.end)
         ring.append(nil, count: historyFrames, keepingFrom: ring.end)
@@ -195,7 +223,7 @@ final class QueueResampler {
 
     /// Writes `frames` device frames to `destination`.
     /// - Returns: `frames`, or fewer once a draining source has ended.
-    func render(
+    package func render(
         into destination: UnsafeMutablePointer<Float>, frames: Int, playbackRate: Float, source: SourceReader
     ) -> Int {
         let rate = Double(playbackRate)
