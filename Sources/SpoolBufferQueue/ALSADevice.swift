@@ -28,7 +28,7 @@ public final class ALSADevice: OutputDevice {
     private let events: RenderThread.EventRelay
     private let clock: VirtualClock
     /// The running render thread; also serialises every control call that touches the PCM.
-    private let state = Mutex<RenderThread?>(nil)
+    private let state = Locked<RenderThread?>(nil)
     private let lastRealTime = Atomic<Bool>(false)
 
     /// Opens an ALSA PCM for playback and negotiates the buffer.

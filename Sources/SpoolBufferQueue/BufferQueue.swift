@@ -26,9 +26,9 @@ public final class BufferQueue: Sendable {
     private let index = Atomic<Int>(-1)
     private let callback: OutputCallback
     private let callbackQueue: DispatchQueue?
-    private let state = Mutex<ControlState>(ControlState())
+    private let state = Locked<ControlState>(ControlState())
     /// One thread at a time hands finished buffers to the program, in order.
-    private let delivery = Mutex<DeliveryState>(DeliveryState())
+    private let delivery = Locked<DeliveryState>(DeliveryState())
 
     struct ControlState {
         var disposed = false

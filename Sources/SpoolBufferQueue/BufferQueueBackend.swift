@@ -61,7 +61,7 @@ public final class BufferQueueVoice: PlaybackVoice {
 
     /// Shared with the queue's callbacks, which cannot capture the voice before it exists.
     private final class HandlerBox: Sendable {
-        let state = Mutex<Handlers>(Handlers())
+        let state = Locked<Handlers>(Handlers())
     }
 
     init(format: AudioFormat, engine: QueueEngine) throws {

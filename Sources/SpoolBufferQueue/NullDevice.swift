@@ -21,7 +21,7 @@ public final class NullDevice: OutputDevice {
     /// Periods in the virtual buffer.
     public let periodCount: Int
 
-    private let state = Mutex<RenderThread?>(nil)
+    private let state = Locked<RenderThread?>(nil)
     private let lastRealTime = Atomic<Bool>(false)
     private let clock: VirtualClock
     private let events: RenderThread.EventRelay

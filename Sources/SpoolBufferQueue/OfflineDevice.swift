@@ -31,7 +31,7 @@ public final class OfflineDevice: OutputDevice, OfflineRendering {
 
     /// Held while the renderer runs, so `stop()` returns only after it has been called for the
     /// last time. The renderer must therefore not call back into this device.
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     /// Makes a device with the renderer detached.
     /// - Parameters:
@@ -45,7 +45,7 @@ public final class OfflineDevice: OutputDevice, OfflineRendering {
         periodFrames = configuration.periodFrames
         periodCount = configuration.periodCount
         self.hostTimeBase = hostTimeBase ?? HostTime.now()
-        state = Mutex(State())
+        state = Locked(State())
     }
 
     /// Whether a renderer is attached.

@@ -24,9 +24,9 @@ public final class QueueEngine: AudioRenderer, Sendable {
 
     let isRealTime: Bool
     private let slots: SlotTable
-    private let control = Mutex<ControlState>(ControlState())
+    private let control = Locked<ControlState>(ControlState())
     /// Serialises rendering with control calls when there is no real-time thread.
-    let offlineGate = Mutex<Void>(())
+    let offlineGate = Locked<Void>(())
     private let pump: CallbackPump
 
     struct ControlState {
@@ -155,7 +155,7 @@ final class SlotTable: @unchecked Sendable {
     /// One flag per entry, side by side: the render thread reads them all every period, and
     /// flags held in objects (an array of classes) would cost a retain and a release each.
     private let active: UnsafeMutablePointer<Atomic<Bool>>
-    private let lock: Mutex<Claims>
+    private let lock: Locked<Claims>
     /// Render passes begun and ended (`forEachActive`): a released entry may be replaced
     /// once every pass that could have seen it active has ended.
     private let passesBegun = Atomic<Int>(0)
@@ -174,7 +174,7 @@ final class SlotTable: @unchecked Sendable {
         entries.initialize(repeating: nil, count: capacity)
         active = .allocate(capacity: capacity)
         for i in 0..<capacity { (active + i).initialize(to: Atomic(false)) }
-        lock = Mutex(Claims(releasedAt: [Int](repeating: 0, count: capacity)))
+        lock = Locked(Claims(releasedAt: [Int](repeating: 0, count: capacity)))
     }
 
     deinit {

@@ -13,7 +13,7 @@ extension RenderThread {
         private static let xrunBit: UInt = 1
         private static let lostBit: UInt = 2
 
-        private let handler = Mutex<(@Sendable (OutputDeviceEvent) -> Void)?>(nil)
+        private let handler = Locked<(@Sendable (OutputDeviceEvent) -> Void)?>(nil)
         private let xruns = Atomic<Int>(0)
         private let lostStatus = Atomic<Int32>(0)
         private let source: SourceBox

@@ -41,12 +41,12 @@ public final class VoiceFeeder: Sendable {
 
     /// The voice being fed.
     public let voice: any PlaybackVoice
-    private let state: Mutex<State>
+    private let state: Locked<State>
     private let bufferFrames: Int
     private let aheadCount: Int
 
     private struct State: @unchecked Sendable {
-        // Sendable: only reached through the feeder's Mutex.
+        // Sendable: only reached through the feeder's lock.
         var source: Source
         var position = 0
         var loopsLeft: Int
@@ -92,7 +92,7 @@ public final class VoiceFeeder: Sendable {
         self.voice = voice
         self.bufferFrames = bufferFrames
         aheadCount = buffersAhead
-        state = Mutex(State(source: source, loopsLeft: numberOfLoops))
+        state = Locked(State(source: source, loopsLeft: numberOfLoops))
         voice.addBufferConsumedHandler { [weak self] _ in self?.bufferCameBack() }
         voice.addFinishedHandler { [weak self] finish in self?.voiceFinished(finish) }
     }

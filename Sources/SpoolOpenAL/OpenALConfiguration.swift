@@ -131,7 +131,7 @@ enum OpenALLibrary {
         var configurationPath: String?
     }
 
-    static let state = Mutex(State())
+    static let state = Locked(State())
 
     /// Runs `body`, an OpenAL call that may be the library's first, after marking the
     /// library as started: an `apply()` that comes later knows the configuration is fixed,

@@ -91,12 +91,12 @@ public final class OpenALDevice: Sendable {
     let settleNanoseconds: Int64
     /// One mixer update, the time over which OpenAL Soft glides a gain change.
     let updateNanoseconds: Int64
-    let shared: Mutex<Shared>
-    let retired = Mutex(Retired())
-    let eventHandler = Mutex<(@Sendable (OutputDeviceEvent) -> Void)?>(nil)
+    let shared: Locked<Shared>
+    let retired = Locked(Retired())
+    let eventHandler = Locked<(@Sendable (OutputDeviceEvent) -> Void)?>(nil)
     let pump = PumpThread()
     let clock: NullClock?
-    let renderState = Mutex(RenderState())
+    let renderState = Locked(RenderState())
     /// Tests set this to take the device-lost path without a sound server.
     let forcedDisconnect = Atomic<Bool>(false)
 
@@ -216,7 +216,7 @@ public final class OpenALDevice: Sendable {
             clock = isNull ? NullClock(periodFrames: configuration.periodFrames, periodCount: configuration.periodCount,
                                        sampleRate: rate) : nil
         }
-        shared = Mutex(Shared(sourceLimit: sourceLimit))
+        shared = Locked(Shared(sourceLimit: sourceLimit))
         try context.withCurrent {
             alDistanceModel(AL_NONE)
             try OpenALStatus.al().check("\(name): alDistanceModel(AL_NONE)")

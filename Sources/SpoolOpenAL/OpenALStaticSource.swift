@@ -16,7 +16,7 @@ public final class OpenALStaticSource: SourceOwner, Sendable {
     /// The device it plays on.
     public var device: OpenALDevice { buffer.device }
 
-    let state: Mutex<State>
+    let state: Locked<State>
 
     struct State: Sendable {
         var source: UInt32?
@@ -37,7 +37,7 @@ public final class OpenALStaticSource: SourceOwner, Sendable {
     public init(buffer: OpenALStaticBuffer, priority: Int = 0) throws {
         self.buffer = buffer
         self.priority = priority
-        state = Mutex(State(parameters: SourceParameters(channelCount: buffer.format.channelCount)))
+        state = Locked(State(parameters: SourceParameters(channelCount: buffer.format.channelCount)))
         let device = buffer.device
         let deliveries = try device.perform { s -> Deliveries in
             var deliveries = Deliveries()

@@ -47,7 +47,7 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
     /// Most OpenAL buffers one source has queued at a time.
     public static let maximumQueuedALBuffers = 16
 
-    let locked: Mutex<State>
+    let locked: Locked<State>
     /// The converter and its scratch memory; touched only with `locked` held.
     let lane: ConversionLane
     /// Device frames per OpenAL buffer: one mixer update (64 to 4096).
@@ -57,7 +57,7 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
     /// With fewer frames than this queued ahead, OpenAL's next mix would run dry: one update,
     /// and on a device mixing in real time what plays between two pump passes.
     let dryFrames: Int
-    let outbox = Mutex(Outbox())
+    let outbox = Locked(Outbox())
 
     /// A chunk of converted audio queued on the OpenAL source, and the count of source frames
     /// the converter had taken before and after making it.
@@ -149,7 +149,7 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
         lane = try ConversionLane(format: format, deviceRate: device.format.sampleRate, chunkFrames: chunkFrames)
         var parameters = SourceParameters(channelCount: format.channelCount)
         parameters.pitchInOpenAL = false
-        locked = Mutex(State(parameters: parameters))
+        locked = Locked(State(parameters: parameters))
         let deliveries = try device.perform { s -> Deliveries in
             var deliveries = Deliveries()
             let source = try device.acquireSource(priority: priority, owner: self, &s, &deliveries)

@@ -18,7 +18,7 @@ final class SoxrEngine: ResamplerEngine {
 
     /// libsoxr's variable-rate code fills static tables the first time a VR resampler is made,
     /// without a lock: makes and clears are serialised so that two threads never race there.
-    private static let setupLock = Mutex(())
+    private static let setupLock = Locked(())
 
     /// libsoxr's error for a failed call: a C string or nil.
     private static func check(_ error: soxr_error_t?, _ context: String) throws {

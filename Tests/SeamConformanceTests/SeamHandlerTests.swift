@@ -13,7 +13,7 @@ struct SeamHandlerTests {
     func everyObserverHearsEveryEventOnceAndARemovedOneNoMore(_ kind: Backend) throws {
         let rig = try Rig(kind)
         let voice = try rig.voice(stereo48)
-        let order = Mutex<[String]>([])
+        let order = Locked<[String]>([])
         let first = voice.addBufferConsumedHandler { _ in order.withLock { $0.append("consumed 1") } }
         voice.addBufferConsumedHandler { _ in order.withLock { $0.append("consumed 2") } }
         voice.addFinishedHandler { finish in order.withLock { $0.append("finished 1 \(finish)") } }

@@ -73,8 +73,8 @@ final class Recorder: Sendable {
         case finished(String)
     }
 
-    private let events = Mutex<[Event]>([])
-    private let threads = Mutex<Set<String>>([])
+    private let events = Locked<[Event]>([])
+    private let threads = Locked<Set<String>>([])
 
     init(_ voice: any PlaybackVoice) {
         voice.addBufferConsumedHandler { [weak self] buffer in

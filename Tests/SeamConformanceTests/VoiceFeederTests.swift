@@ -6,7 +6,7 @@ import Testing
 
 /// The outcomes a feeder reported, by name.
 final class Recorded: Sendable {
-    private let list = Mutex<[String]>([])
+    private let list = Locked<[String]>([])
 
     func add(_ outcome: VoiceFeeder.Outcome) {
         let name: String = switch outcome {

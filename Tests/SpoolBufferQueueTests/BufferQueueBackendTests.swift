@@ -19,7 +19,7 @@ struct BufferQueueBackendTests {
         let voice = try backend.makeVoice(format: format)
         let feeder = try VoiceFeeder(voice: voice, source: source, bufferFrames: bufferFrames, buffersAhead: 3,
                                      numberOfLoops: loops)
-        let finished = Mutex(false)
+        let finished = Locked(false)
         feeder.setCompletion { _ in finished.withLock { $0 = true } }
         try feeder.prime()
         try voice.start()

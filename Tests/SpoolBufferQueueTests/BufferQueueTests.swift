@@ -33,7 +33,7 @@ struct BufferQueueTests {
 
     @Test func callbackRefillsKeepPlaybackContinuous() throws {
         let (engine, device) = try makeOfflineEngine()
-        let next = Mutex(0)
+        let next = Locked(0)
         let queue = try BufferQueue(format: stereo48, engine: engine) { queue, buffer in
             let start = next.withLock { n in defer { n += 1 }; return n }
             guard start < 12 else { return }
@@ -70,7 +70,7 @@ struct BufferQueueTests {
     @Test func stopWhenDrainedPlaysEverythingThenStops() throws {
         let (engine, device) = try makeOfflineEngine()
         let log = CallbackLog()
-        let running = Mutex<[Bool]>([])
+        let running = Locked<[Bool]>([])
         let queue = try BufferQueue(format: stereo48, engine: engine) { _, buffer in log.record(buffer) }
         queue.setRunningListener { value in running.withLock { $0.append(value) } }
         let samples = ramp(frames: 3000, channels: 2, start: 7)

@@ -25,7 +25,7 @@ final class RecordingRenderer: AudioRenderer {
     }
 
     let channelCount: Int
-    private let calls: Mutex<[Call]>
+    private let calls: Locked<[Call]>
     private let countingWindow: Range<Int>?
     private let countedAllocations = Atomic<Int>(-1)
 
@@ -37,7 +37,7 @@ final class RecordingRenderer: AudioRenderer {
         self.channelCount = channelCount
         var calls: [Call] = []
         calls.reserveCapacity(capacity)
-        self.calls = Mutex(calls)
+        self.calls = Locked(calls)
         countingWindow = window
     }
 
@@ -89,7 +89,7 @@ final class StallingRenderer: AudioRenderer {
 
 /// Collects a device's events and the threads they arrived on.
 final class EventLog: Sendable {
-    private let entries = Mutex<[(event: OutputDeviceEvent, thread: UInt)]>([])
+    private let entries = Locked<[(event: OutputDeviceEvent, thread: UInt)]>([])
 
     func record(_ event: OutputDeviceEvent) {
         let thread = UInt(pthread_self())

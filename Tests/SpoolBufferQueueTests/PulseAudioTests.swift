@@ -140,7 +140,7 @@ struct PulseAudioTests {
 
         let renderer = RecordingRenderer(channelCount: 2, countingAllocationsOver: 40..<60)
         var events: [String] = []
-        let eventLog = Mutex<[String]>([])
+        let eventLog = Locked<[String]>([])
         device.setEventHandler { event in eventLog.withLock { $0.append("\(event)") } }
         try device.start(renderer: renderer)
         #expect(throws: AudioError.self) { try device.start(renderer: renderer) }

@@ -14,7 +14,7 @@ func makeOfflineEngine(rate: Double = 48_000, channels: Int = 2, periodFrames: I
 
 /// Records every callback a queue makes, in order.
 final class CallbackLog: Sendable {
-    private let entries = Mutex<[AudioQueueBuffer]>([])
+    private let entries = Locked<[AudioQueueBuffer]>([])
     func record(_ buffer: AudioQueueBuffer) { entries.withLock { $0.append(buffer) } }
     var buffers: [AudioQueueBuffer] { entries.withLock { $0 } }
     var count: Int { entries.withLock { $0.count } }

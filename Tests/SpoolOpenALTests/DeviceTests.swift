@@ -45,7 +45,7 @@ struct DeviceTests {
         let tone = try pcm(sine(frequency: 440, frames: 48_000, channels: 2))
         let voice = try backend.makeVoice(format: stereo48)
         // Each buffer goes round again from the consumed handler; note which thread runs it.
-        let threads = Mutex<Set<UInt>>([])
+        let threads = Locked<Set<UInt>>([])
         voice.addBufferConsumedHandler { [weak voice] buffer in
             threads.withLock { _ = $0.insert(UInt(pthread_self())) }
             try? voice?.enqueue(buffer)
@@ -74,7 +74,7 @@ struct DeviceTests {
 
     @Test func aLostDeviceStopsItsVoicesReportsAndMakesWayForAnother() throws {
         let device = try makeLoopback()
-        let events = Mutex<[String]>([])
+        let events = Locked<[String]>([])
         device.setEventHandler { event in
             if case .deviceLost(let error) = event { events.withLock { $0.append("\(error.code)") } }
         }

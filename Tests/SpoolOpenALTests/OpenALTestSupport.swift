@@ -11,7 +11,7 @@ func makeLoopback(rate: Double = 48_000, periodFrames: Int = 256, sourceLimit: I
 
 /// Records what a voice hands back and whether it finished, in order.
 final class VoiceLog: Sendable {
-    private let consumed = Mutex<[PCMBuffer]>([])
+    private let consumed = Locked<[PCMBuffer]>([])
     private let finishes = Atomic<Int>(0)
 
     init(_ voice: any PlaybackVoice) {

@@ -97,7 +97,7 @@ struct SoundServerTests {
         _ = OpenALDevice.availableDeviceNames()  // makes OpenAL Soft list the new sink
         let device = try OpenALDevice(.named(sink.name))
         let lost = DispatchSemaphore(value: 0)
-        let events = Mutex<[String]>([])
+        let events = Locked<[String]>([])
         device.setEventHandler { event in
             if case .deviceLost(let error) = event { events.withLock { $0.append("\(error.code)") } }
             lost.signal()

@@ -204,7 +204,7 @@ struct StreamingSourceTests {
         let source = try pcm(ramp(frames: 10_000, channels: 2, start: 3))
         let voice = try backend.makeVoice(format: stereo48)
         let feeder = try VoiceFeeder(voice: voice, source: .buffer(source), bufferFrames: 1024, buffersAhead: 3)
-        let completions = Mutex<[String]>([])
+        let completions = Locked<[String]>([])
         feeder.setCompletion { outcome in completions.withLock { $0.append("\(outcome)") } }
         try feeder.prime()
         try voice.start()
