@@ -46,4 +46,42 @@ struct FallbackTests {
             device.close()
         }
     }
+
+    static let childVariable = "SPOOL_TEST_NO_SOUND_SERVER_CHILD"
+
+    /// Where no sound server answers, OpenAL Soft's ALSA driver still names "ALSA Default",
+    /// which then does not open (ALSA's `default` leads to the missing server). Run in a
+    /// process of its own, whose PulseAudio client is pointed at a server that is not there.
+    @Test func withoutASoundServerOnlyDevicesThatOpenAreListedAndTheFallbackPlays() throws {
+        if ProcessInfo.processInfo.environment[Self.childVariable] != nil {
+            let names = OpenALDevice.availableDeviceNames()
+            for name in names {
+                let device = try OpenALDevice(.named(name))
+                device.close()
+            }
+            let (backend, notice) = try OpenALBackend.open(.systemDefault, fallbackToNull: true)
+            defer { backend.device.close() }
+            #expect(backend.device.name == "null")
+            #expect(notice != nil)
+            print("SPOOL-DEVICE-LIST \(names.count) listed, all open; fallback: \(notice ?? "none")")
+            return
+        }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        process.arguments = ["--testing-library", "swift-testing", "--filter", "withoutASoundServerOnlyDevicesThatOpen"]
+        var environment = ProcessInfo.processInfo.environment
+        environment["ALSOFT_CONF"] = nil
+        environment["ALSOFT_DRIVERS"] = nil
+        environment["PULSE_SERVER"] = "unix:/nonexistent/spool-no-sound-server"
+        environment[Self.childVariable] = "1"
+        process.environment = environment
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "the child process failed:\n\(output.suffix(1500))")
+        #expect(output.contains("SPOOL-DEVICE-LIST"), "\(output.suffix(800))")
+    }
 }
