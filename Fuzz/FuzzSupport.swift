@@ -9,7 +9,7 @@ import SpoolCore
 enum FuzzDecoder {
     /// Frames decoded per input at most: enough to cross several packets, few enough that a
     /// run makes thousands of executions a second.
-    static let frameBudget = 1 << 13
+    static let frameBudget = 1 << 12
 
     static func run(_ factory: DecoderFactory, _ bytes: UnsafePointer<UInt8>, _ count: Int) {
         let data = Data(bytes: bytes, count: count)

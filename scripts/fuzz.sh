@@ -88,8 +88,14 @@ for t in "${targets[@]}"; do
     [ -n "$runs" ] && budget="$runs runs"
     echo "fuzz: $t ($budget, $(ls "$corpus" | wc -l) inputs in the corpus)"
     log="$out/$t.log"
-    # max_len 32 KiB: long enough for every header and several packets, short enough to run fast.
-    if ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=1" "$out/fuzz-$t" "${limit[@]}" -max_len=32768 \
+    # Inputs long enough for every header and several packets (decoders) or for stacked tags
+    # (tags, sniff), and no longer, so that a run makes thousands of executions a second.
+    case "$t" in
+        sniff) max_len=4096 ;;
+        tags) max_len=8192 ;;
+        *) max_len=16384 ;;
+    esac
+    if ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=1" "$out/fuzz-$t" "${limit[@]}" -max_len="$max_len" \
         -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$out/artifacts/$t-" "$corpus" >"$log" 2>&1; then
         grep -E '^stat::number_of_executed_units|^stat::peak_rss_mb' "$log" | sed "s/^/  $t: /"
         tail -n 1 "$log" | grep -q 'Done' && true
