@@ -30,7 +30,11 @@ final class VorbisDecoder: AudioDecoder {
         name = source.name
         reader = try ByteReader(source: source)
         guard reader.totalSize > 0 else { throw AudioError(.emptyInput, "\(name): the input is empty") }
-        file = try VorbisFile(reader: reader, name: name)
+        do {
+            file = try VorbisFile(reader: reader)
+        } catch {
+            throw Self.openError(error, reader: reader, name: name)
+        }
         let vf = file.raw
         guard let first = ov_info(vf, 0)?.pointee else {
             throw AudioError(.corruptData, "\(name): no Vorbis stream header")
@@ -144,6 +148,34 @@ final class VorbisDecoder: AudioDecoder {
         position = frame
     }
 
+    /// The error for an input libvorbisfile would not open, saying what the input is when it
+    /// is not Vorbis at all.
+    static func openError(_ status: VorbisStatus, reader: ByteReader, name: String) -> AudioError {
+        guard status == .notVorbis else {
+            return status.error(name, call: "ov_open_callbacks", context: "cannot open the Ogg Vorbis stream")
+        }
+        var walker = OggPageWalker(reader: reader)
+        guard let first = walker.next() else {
+            return AudioError(.corruptData, "\(name): not an Ogg stream: no valid Ogg page (header and checksum) in its \(reader.totalSize) bytes",
+                              underlying: LibraryStatus(library: "libvorbisfile", code: status.rawValue, text: "ov_open_callbacks: \(status.name)"))
+        }
+        // The streams that begin together at the start (RFC 3533: all first pages come first).
+        var codecs: [OggCodec] = []
+        var page: OggPage? = first
+        while let current = page, current.isFirst {
+            codecs.append(OggCodec(firstPacket: current.body))
+            page = walker.next()
+        }
+        if codecs.isEmpty { codecs = [OggCodec(firstPacket: first.body)] }
+        let underlying = LibraryStatus(library: "libvorbisfile", code: status.rawValue, text: "ov_open_callbacks: \(status.name)")
+        if codecs.contains(.vorbis) {
+            return AudioError(.corruptData, "\(name): the Vorbis stream's headers are invalid", underlying: underlying)
+        }
+        let known = codecs.filter { $0 != .unknown }
+        let what = known.isEmpty ? "an Ogg stream of an unknown codec" : "Ogg " + known.map(\.description).joined(separator: " and ")
+        return AudioError(.unsupportedFormat, "\(name): \(what), not Vorbis", underlying: underlying)
+    }
+
     /// For each channel count, the Vorbis channel feeding each WAV-order channel
     /// (Vorbis I specification §4.3.9; WAVE_FORMAT_EXTENSIBLE channel mask order).
     private static let vorbisToWAVOrder: [[Int]] = [
@@ -153,38 +185,59 @@ final class VorbisDecoder: AudioDecoder {
 }
 
 /// Owns one `OggVorbis_File` and the reader its callbacks use.
+///
+/// The handle is opened before any stored property is set: an initializer that throws after
+/// every stored property is set runs `deinit` too, and freeing the handle there as well as
+/// on the failure path was a double free.
 final class VorbisFile {
     let raw: UnsafeMutablePointer<OggVorbis_File>
     private let reader: ByteReader
 
-    init(reader: ByteReader, name: String) throws {
-        self.reader = reader
-        raw = .allocate(capacity: 1)
-        let callbacks = ov_callbacks(
-            read_func: { buffer, size, count, user in
-                let reader = Unmanaged<ByteReader>.fromOpaque(user!).takeUnretainedValue()
-                let got = reader.read(into: buffer!, count: size * count)
-                return got < 0 ? 0 : got / max(size, 1)
-            },
-            seek_func: { user, offset, whence in
-                Unmanaged<ByteReader>.fromOpaque(user!).takeUnretainedValue().seek(Int(offset), whence: whence) < 0 ? -1 : 0
-            },
-            close_func: nil,
-            tell_func: { user in Unmanaged<ByteReader>.fromOpaque(user!).takeUnretainedValue().position })
-        let status = ov_open_callbacks(Unmanaged.passUnretained(reader).toOpaque(), raw, nil, 0, callbacks)
+    /// Opens libvorbisfile over `reader`'s window.
+    /// - Throws: The status `ov_open_callbacks` returned. On failure it has already
+    ///   released what it set up (vorbisfile.c clears the handle itself), so only the memory
+    ///   for the handle is freed here.
+    init(reader: ByteReader) throws(VorbisStatus) {
+        let handle = UnsafeMutablePointer<OggVorbis_File>.allocate(capacity: 1)
+        let status = ov_open_callbacks(Unmanaged.passUnretained(reader).toOpaque(), handle, nil, 0, Self.callbacks())
         guard status == 0 else {
-            raw.deallocate()
-            let code: AudioError.Code = status == OV_ENOTVORBIS ? .unsupportedFormat : .corruptData
-            let what = status == OV_ENOTVORBIS ? "an Ogg stream that is not Vorbis"
-                : status == OV_EREAD ? "a read error" : status == OV_EVERSION ? "an unsupported Vorbis version"
-                : "a corrupt or missing Vorbis header"
-            throw AudioError(code, "\(name): \(what)", underlying: LibraryStatus(library: "libvorbisfile", code: status, text: "ov_open_callbacks"))
+            handle.deallocate()
+            throw VorbisStatus(status)
         }
+        self.reader = reader
+        raw = handle
     }
 
     deinit {
         ov_clear(raw)
         raw.deallocate()
+    }
+
+    /// The I/O callbacks: each clamps what libvorbisfile asks for to what the reader holds,
+    /// so no value from C reaches an arithmetic trap.
+    private static func callbacks() -> ov_callbacks {
+        ov_callbacks(
+            read_func: { buffer, size, count, user in
+                guard let buffer, let user, size > 0, count > 0 else { return 0 }
+                let reader = Unmanaged<ByteReader>.fromOpaque(user).takeUnretainedValue()
+                let (bytes, overflow) = size.multipliedReportingOverflow(by: count)
+                let want = min(overflow ? Int.max : bytes, reader.totalSize)
+                let got = reader.read(into: buffer, count: want - want % size)
+                return got < 0 ? 0 : got / size
+            },
+            seek_func: { user, offset, whence in
+                guard let user else { return -1 }
+                let reader = Unmanaged<ByteReader>.fromOpaque(user).takeUnretainedValue()
+                // Anything beyond ± the input's size is out of range whatever the base.
+                let limit = Int64(reader.totalSize) + 1
+                let clamped = Int(max(-limit, min(limit, offset)))
+                return reader.seek(clamped, whence: whence) < 0 ? -1 : 0
+            },
+            close_func: nil,
+            tell_func: { user in
+                guard let user else { return -1 }
+                return Unmanaged<ByteReader>.fromOpaque(user).takeUnretainedValue().position
+            })
     }
 }
 
