@@ -80,4 +80,25 @@ struct VorbisOpenFailureTests {
                     "\(error?.message ?? "no error")")
         }
     }
+
+    @Test func libvorbisfileStatusesMapToCodesAndSentences() {
+        let expected: [(VorbisStatus, AudioError.Code)] = [
+            (.noData, .libraryFailure), (.endOfFile, .truncated), (.hole, .corruptData), (.readFailed, .readFailed),
+            (.fault, .libraryFailure), (.notImplemented, .unsupportedFormat), (.invalidArgument, .libraryFailure),
+            (.notVorbis, .unsupportedFormat), (.badHeader, .corruptData), (.badVersion, .unsupportedFormat),
+            (.notAudio, .corruptData), (.badPacket, .corruptData), (.badLink, .corruptData), (.notSeekable, .libraryFailure),
+        ]
+        #expect(expected.map(\.0) == VorbisStatus.all)
+        for (status, code) in expected {
+            let error = status.error("x.ogg", call: "ov_read_float", context: "decoding failed at frame 7")
+            #expect(error.code == code, "\(status.name)")
+            #expect(error.message.hasPrefix("x.ogg: decoding failed at frame 7: "))
+            #expect((error.underlying as? LibraryStatus)?.code == status.rawValue)
+            #expect(status.name.hasPrefix("OV_"))
+        }
+        #expect(Set(VorbisStatus.all.map(\.description)).count == VorbisStatus.all.count)
+        #expect(Set(VorbisStatus.all.map(\.name)).count == VorbisStatus.all.count)
+        #expect(VorbisStatus(-999).errorCode == .libraryFailure)
+        #expect(VorbisStatus(-999).description.contains("-999"))
+    }
 }
