@@ -10,6 +10,7 @@ import SpoolCore
 @Suite("Vorbis setup header")
 struct VorbisSetupHeaderTests {
     static let vorbisFixtures = Fixtures.all.filter { $0.container == "Ogg" }.map(\.file)
+    static let setupCases = OggCases.all.keys.filter { $0.hasPrefix("setup-") }.sorted()
 
     @Test("every good file's setup header passes", arguments: vorbisFixtures)
     func goodHeaders(_ file: String) throws {
@@ -18,6 +19,22 @@ struct VorbisSetupHeaderTests {
         let setup = try VorbisSetupHeader(packet: packets[2].packet, channels: identification.channels)
         #expect(!setup.modeIsLong.isEmpty)
         #expect(identification.blockSizes.short <= identification.blockSizes.long)
+    }
+
+    @Test("an invalid setup header is refused, naming what is wrong", arguments: setupCases)
+    func invalidHeader(_ file: String) throws {
+        let expected = try #require(OggCases.all[file]?.problem)
+        do {
+            let decoder = try VorbisDecoder(source: .file(path: OggCases.path(file)))
+            // What libvorbis did with it: the first read fails, the next one crashes.
+            var buffer = [Float](repeating: 0, count: 4096 * decoder.format.channelCount)
+            for _ in 0..<3 { _ = try? buffer.withUnsafeMutableBufferPointer { try decoder.read(into: $0) } }
+            Issue.record("\(file) opened")
+        } catch let error as AudioError {
+            #expect(error.code == .corruptData)
+            #expect(error.message.contains(expected), "\(error.message)")
+            #expect(error.message.contains(file))
+        }
     }
 
     @Test func lookupValues() {
@@ -36,5 +53,44 @@ struct VorbisSetupHeaderTests {
         #expect(try bits.read(8, "x") == 0b1111_1011)
         #expect(try bits.read(12, "x") == 0x01F)
         #expect(throws: VorbisHeaderError.self) { try bits.read(1, "x") }
+    }
+
+    /// Random changes of one or two bytes of each fixture's setup header, checksums
+    /// recomputed: the checker refuses or the decoder decodes, and nothing crashes, however
+    /// often a failed decoder is called again.
+    @Test("setup headers with random byte changes never crash", arguments: vorbisFixtures.prefix(4))
+    func fuzzedHeaders(_ file: String) throws {
+        let original = [UInt8](try Data(contentsOf: URL(fileURLWithPath: Fixtures.path(file))))
+        let setup = try oggPackets(original)[2]
+        var generator = SeededGenerator(seed: UInt64(file.utf8.reduce(0) { $0 &* 31 &+ Int($1) }.magnitude))
+        var refused = 0, decoded = 0
+        for _ in 0..<300 {
+            var bytes = original
+            var touched: Set<Int> = []
+            for _ in 0..<Int.random(in: 1...2, using: &generator) {
+                // Past the 7-byte packet type and signature.
+                let offset = setup.offsets[Int.random(in: 7..<setup.offsets.count, using: &generator)]
+                if Bool.random(using: &generator) {
+                    bytes[offset] ^= 1 << UInt8.random(in: 0...7, using: &generator)
+                } else {
+                    bytes[offset] = UInt8.random(in: 0...255, using: &generator)
+                }
+                touched.insert(offset)
+            }
+            recomputeChecksums(&bytes, around: touched)
+            guard let decoder = try? VorbisDecoder(source: .memory(Data(bytes), name: "fuzzed.ogg")) else {
+                refused += 1
+                continue
+            }
+            decoded += 1
+            var buffer = [Float](repeating: 0, count: 4096 * decoder.format.channelCount)
+            for _ in 0..<8 {
+                _ = try? buffer.withUnsafeMutableBufferPointer { try decoder.read(into: $0) }
+            }
+            try? decoder.seek(toFrame: 0)
+            _ = try? buffer.withUnsafeMutableBufferPointer { try decoder.read(into: $0) }
+        }
+        #expect(refused + decoded == 300)
+        #expect(refused > 0)
     }
 }
