@@ -94,26 +94,85 @@ public struct DecodeWarning: Sendable, Equatable, CustomStringConvertible {
         case truncated
         /// Undecodable bytes were skipped; `byteCount` of them, starting near `byteOffset`.
         case skippedCorruptData
+        /// Part of the stream is missing (pages lost, told by their sequence numbers, with no
+        /// bytes in their place); decoding went on at `byteOffset`.
+        case missingData
+        /// The stream changes sample rate, channel count or codec at `byteOffset` (a chained
+        /// Ogg link): decoding ends there. `formatChange` says at which frame and to what;
+        /// `byteCount` bytes from there on are not decoded.
+        case formatChanged
     }
+
+    /// A change of format part-way through a stream.
+    public struct FormatChange: Sendable, Equatable {
+        /// The first frame not decoded: every frame before it was.
+        public var frame: Int
+        /// The format decoded up to `frame`.
+        public var from: AudioFormat
+        /// The sample rate of what follows, in Hz, when it declares one.
+        public var toSampleRate: Double?
+        /// The channel count of what follows, when it declares one.
+        public var toChannelCount: Int?
+        /// The codec of what follows, e.g. `Vorbis`, `Opus`.
+        public var toCodec: String
+
+        /// Makes a format change.
+        public init(frame: Int, from: AudioFormat, toSampleRate: Double?, toChannelCount: Int?, toCodec: String) {
+            self.frame = frame
+            self.from = from
+            self.toSampleRate = toSampleRate
+            self.toChannelCount = toChannelCount
+            self.toCodec = toCodec
+        }
+    }
+
     /// What kind of problem.
     public var kind: Kind
     /// Where in the encoded bytes it was found.
     public var byteOffset: Int
     /// How many bytes it concerns (skipped bytes for corrupt data, missing bytes when known).
     public var byteCount: Int
+    /// For `.formatChanged`: where and to what.
+    public var formatChange: FormatChange?
+    /// A sentence saying more, when the decoder knows more (e.g. what is wrong with a link).
+    public var detail: String?
 
     /// Makes a warning.
-    public init(kind: Kind, byteOffset: Int, byteCount: Int) {
+    public init(kind: Kind, byteOffset: Int, byteCount: Int, detail: String? = nil) {
         self.kind = kind
         self.byteOffset = byteOffset
         self.byteCount = byteCount
+        self.detail = detail
+    }
+
+    /// Makes a `.formatChanged` warning.
+    public init(formatChange: FormatChange, byteOffset: Int, byteCount: Int, detail: String? = nil) {
+        self.init(kind: .formatChanged, byteOffset: byteOffset, byteCount: byteCount, detail: detail)
+        self.formatChange = formatChange
     }
 
     public var description: String {
+        let text: String
         switch kind {
-        case .truncated: "data ends early at byte \(byteOffset)"
-        case .skippedCorruptData: "skipped \(byteCount) corrupt bytes near byte \(byteOffset)"
+        case .truncated: text = "data ends early at byte \(byteOffset)"
+        case .skippedCorruptData: text = "skipped \(byteCount) corrupt bytes near byte \(byteOffset)"
+        case .missingData: text = "data missing before byte \(byteOffset)"
+        case .formatChanged:
+            if let change = formatChange {
+                var to = change.toCodec
+                if let rate = change.toSampleRate, let channels = change.toChannelCount,
+                   let format = try? AudioFormat(sampleRate: rate, channelCount: channels) {
+                    to = "\(format) (\(change.toCodec))"
+                } else if let rate = change.toSampleRate, let channels = change.toChannelCount {
+                    to = "\(rate) Hz, \(channels) ch (\(change.toCodec))"
+                }
+                text = "the stream changes from \(change.from) to \(to) at frame \(change.frame) (byte \(byteOffset)); its last \(byteCount) bytes are not decoded"
+            } else {
+                text = "the stream changes format at byte \(byteOffset); its last \(byteCount) bytes are not decoded"
+            }
         }
+        guard let detail else { return text }
+        return "\(text): \(detail)"
     }
 }
 
@@ -129,6 +188,10 @@ extension AudioDecoder {
     /// Decodes from the current position to the end into one buffer.
     ///
     /// Memory grows with the frames actually decoded, never with what a header claims.
+    /// A stream that changes format part-way ends at the change: when `read(into:)` throws
+    /// `.formatChanged` and the decoder has reported the change in `warnings` (a
+    /// `.formatChanged` warning, as Spool's Ogg Vorbis decoder does), the frames before it
+    /// are returned; an unreported change is still thrown.
     /// - Parameter maximumFrames: Stop after this many frames.
     /// - Returns: The decoded audio.
     /// - Throws: The decoder's error.
@@ -151,6 +214,9 @@ extension AudioDecoder {
                 if got == 0 { break }
                 total += got
             }
+        } catch let error as AudioError where error.code == .formatChanged
+                    && warnings.contains(where: { $0.kind == .formatChanged }) {
+            // The end of what this format holds, reported in `warnings`: keep what was decoded.
         } catch {
             free(samples)
             throw error

@@ -1,8 +1,191 @@
+import Foundation
 import SpoolCore
 
-/// Walks Ogg pages (RFC 3533) to find what libvorbisfile skips silently: a last page cut
-/// short, and regions whose pages fail their checksum.
-enum OggPageWalker {
+/// One Ogg page (RFC 3533 §6) whose header is whole and whose checksum matches.
+struct OggPage {
+    /// Absolute offset of the capture pattern `OggS`.
+    let offset: Int
+    /// Header, lacing table and body.
+    let size: Int
+    /// `header_type`: 0x01 continued packet, 0x02 first page of a stream, 0x04 last page.
+    let headerType: UInt8
+    /// The granule position; −1 when no packet ends on this page.
+    let granulePosition: Int64
+    let serialNumber: UInt32
+    let sequenceNumber: UInt32
+    /// The segment table: a packet ends at every value below 255.
+    let lacing: ArraySlice<UInt8>
+    /// The body, `size − 27 − lacing.count` bytes.
+    let body: ArraySlice<UInt8>
+
+    var isContinued: Bool { headerType & 0x01 != 0 }
+    var isFirst: Bool { headerType & 0x02 != 0 }
+    var isLast: Bool { headerType & 0x04 != 0 }
+    var end: Int { offset + size }
+    /// Whether the page's last packet goes on in the next page.
+    var endsInsidePacket: Bool { lacing.last == 255 }
+    /// Number of packets that end on this page.
+    var packetsEnding: Int { lacing.reduce(0) { $1 < 255 ? $0 + 1 : $0 } }
+}
+
+/// Walks the Ogg pages of an input in one linear pass: each byte is read once, checksums
+/// are computed only where the capture pattern `OggS` stands, and the bytes that belong to
+/// no valid page (damage, cut pages, junk) are collected as gaps.
+///
+/// A candidate page whose checksum fails costs at most its claimed size (≤ 65 307 bytes)
+/// of checksum work; libogg pays the same for the same input.
+struct OggPageWalker {
+    /// Byte ranges that are not part of any page with a valid header and checksum.
+    private(set) var gaps: [Range<Int>] = []
+
+    private let reader: ByteReader
+    private var buffer: [UInt8] = []
+    /// Absolute offset of `buffer[0]`.
+    private var bufferStart = 0
+    /// Absolute offset where the search for the next page begins.
+    private var offset: Int
+    /// End of the last valid page (or where the walk began).
+    private var lastEnd: Int
+    private var finished = false
+
+    /// Bytes read from the input at a time.
+    private static let chunk = 1 << 20
+    /// Longest possible page: 27 header bytes, 255 lacing values of 255 each.
+    static let maximumPageSize = 27 + 255 + 255 * 255
+
+    init(reader: ByteReader, from start: Int = 0) {
+        self.reader = reader
+        offset = max(0, start)
+        lastEnd = offset
+    }
+
+    /// All pages of the input, and the gaps between them.
+    static func walk(_ reader: ByteReader) -> (pages: [OggPage], gaps: [Range<Int>]) {
+        var walker = OggPageWalker(reader: reader)
+        var pages: [OggPage] = []
+        while let page = walker.next() { pages.append(page) }
+        return (pages, walker.gaps)
+    }
+
+    /// The next valid page, or nil at the end of the input.
+    mutating func next() -> OggPage? {
+        guard !finished else { return nil }
+        while true {
+            guard let candidate = findCapturePattern() else {
+                finish()
+                return nil
+            }
+            if let page = page(at: candidate) {
+                if candidate > lastEnd { gaps.append(lastEnd..<candidate) }
+                lastEnd = page.end
+                offset = page.end
+                return page
+            }
+            offset = candidate + 1
+        }
+    }
+
+    private mutating func finish() {
+        finished = true
+        if reader.totalSize > lastEnd { gaps.append(lastEnd..<reader.totalSize) }
+    }
+
+    /// Makes `buffer` hold `absolute..<absolute + count`, or as much of it as the input has,
+    /// reading a new chunk only when the buffer does not cover it; returns how many of those
+    /// bytes are there.
+    @discardableResult
+    private mutating func load(_ absolute: Int, _ count: Int) -> Int {
+        let wanted = min(count, max(0, reader.totalSize - absolute))
+        if absolute >= bufferStart, absolute + wanted <= bufferStart + buffer.count { return wanted }
+        buffer = reader.bytes(at: absolute, count: max(Self.chunk, count))
+        bufferStart = absolute
+        return min(wanted, buffer.count)
+    }
+
+    /// Offset of the next `OggS` at or after `offset`, searching what is buffered before
+    /// reading on.
+    private mutating func findCapturePattern() -> Int? {
+        var from = offset
+        while from + 27 <= reader.totalSize {
+            guard load(from, 4) == 4 else { return nil }
+            let start = from - bufferStart
+            let found: Int? = buffer.withUnsafeBufferPointer { bytes in
+                guard let base = bytes.baseAddress else { return nil }
+                var i = start
+                let last = bytes.count - 4
+                while i <= last {
+                    // memchr finds the next 'O' at memory speed; the rest is checked here.
+                    guard let hit = memchr(base + i, 0x4F, last - i + 1) else { return nil }
+                    let at = UnsafeRawPointer(base).distance(to: UnsafeRawPointer(hit))
+                    if bytes[at + 1] == 0x67, bytes[at + 2] == 0x67, bytes[at + 3] == 0x53 { return at }
+                    i = at + 1
+                }
+                return nil
+            }
+            if let found { return bufferStart + found }
+            let bufferEnd = bufferStart + buffer.count
+            guard bufferEnd < reader.totalSize else { return nil }
+            // Keep the last three bytes: a pattern may straddle the chunk boundary.
+            from = bufferEnd - 3
+        }
+        return nil
+    }
+
+    /// The page at `at` when its header is whole, its version is 0 and its checksum matches.
+    private mutating func page(at start: Int) -> OggPage? {
+        let at = start
+        guard load(at, 27) == 27 else { return nil }
+        var i = at - bufferStart
+        guard buffer[i + 4] == 0 else { return nil }
+        let segments = Int(buffer[i + 26])
+        guard load(at, 27 + segments) == 27 + segments else { return nil }
+        i = at - bufferStart
+        var bodySize = 0
+        for s in 0..<segments { bodySize += Int(buffer[i + 27 + s]) }
+        let size = 27 + segments + bodySize
+        guard load(at, size) == size else { return nil }
+        i = at - bufferStart
+        let stored = UInt32(buffer[i + 22]) | UInt32(buffer[i + 23]) << 8 | UInt32(buffer[i + 24]) << 16
+            | UInt32(buffer[i + 25]) << 24
+        guard Self.checksum(buffer[i..<(i + size)]) == stored else { return nil }
+        func le<T: FixedWidthInteger>(_ at: Int, _: T.Type) -> T {
+            var v: T = 0
+            for k in 0..<MemoryLayout<T>.size { v |= T(truncatingIfNeeded: buffer[i + at + k]) << (8 * k) }
+            return v
+        }
+        return OggPage(offset: at, size: size, headerType: buffer[i + 5],
+                       granulePosition: le(6, Int64.self), serialNumber: le(14, UInt32.self),
+                       sequenceNumber: le(18, UInt32.self),
+                       lacing: buffer[(i + 27)..<(i + 27 + segments)],
+                       body: buffer[(i + 27 + segments)..<(i + size)])
+    }
+
+    /// The page checksum of `page` (a whole page), computed as if its checksum field
+    /// (bytes 22–25) were zero.
+    static func checksum(_ page: ArraySlice<UInt8>) -> UInt32 {
+        page.withUnsafeBufferPointer { bytes in
+            crcTable.withUnsafeBufferPointer { table in
+                var crc: UInt32 = 0
+                func add(_ byte: UInt8) { crc = (crc << 8) ^ table[Int((crc >> 24) ^ UInt32(byte))] }
+                let split = min(22, bytes.count)
+                for k in 0..<split { add(bytes[k]) }
+                guard bytes.count >= 26 else { return crc }
+                for _ in 0..<4 { add(0) }
+                for k in 26..<bytes.count { add(bytes[k]) }
+                return crc
+            }
+        }
+    }
+
+    /// CRC-32 with polynomial 0x04C11DB7, unreflected, initial value 0 (RFC 3533 §6).
+    private static let crcTable: [UInt32] = (0..<256).map { n in
+        var r = UInt32(n) << 24
+        for _ in 0..<8 { r = r & 0x8000_0000 != 0 ? (r << 1) ^ 0x04C1_1DB7 : r << 1 }
+        return r
+    }
+}
+
+extension OggPageWalker {
     /// A warning when the last page in the input is cut short or missing its end-of-stream mark.
     static func truncatedTail(reader: ByteReader) -> DecodeWarning? {
         let tailStart = max(0, reader.totalSize - 65_536)
@@ -15,9 +198,12 @@ enum OggPageWalker {
         }
         guard let last else { return nil }
         let pageStart = tailStart + last
-        guard let size = pageSize(tail, at: last) else {
+        guard tail.count >= last + 27 else { return DecodeWarning(kind: .truncated, byteOffset: pageStart, byteCount: 0) }
+        let segments = Int(tail[last + 26])
+        guard tail.count >= last + 27 + segments else {
             return DecodeWarning(kind: .truncated, byteOffset: pageStart, byteCount: 0)
         }
+        let size = 27 + segments + tail[(last + 27)..<(last + 27 + segments)].reduce(0) { $0 + Int($1) }
         if last + size > tail.count {
             return DecodeWarning(kind: .truncated, byteOffset: pageStart, byteCount: last + size - tail.count)
         }
@@ -25,50 +211,8 @@ enum OggPageWalker {
         return endOfStream ? nil : DecodeWarning(kind: .truncated, byteOffset: reader.totalSize, byteCount: 0)
     }
 
-    /// Byte ranges that are not part of any page with a valid checksum.
+    /// Byte ranges that are not part of any page with a valid checksum, in one linear pass.
     static func corruptRegions(reader: ByteReader) -> [Range<Int>] {
-        var regions: [Range<Int>] = []
-        var offset = 0
-        var badStart: Int?
-        let chunk = 1 << 16
-        while offset < reader.totalSize {
-            let page = reader.bytes(at: offset, count: min(chunk, reader.totalSize - offset))
-            if page.matches("OggS"), let size = pageSize(page, at: 0) {
-                let bytes = size <= page.count ? page : reader.bytes(at: offset, count: size)
-                if bytes.count >= size, checksumMatches(Array(bytes[0..<size])) {
-                    if let start = badStart { regions.append(start..<offset); badStart = nil }
-                    offset += size
-                    continue
-                }
-            }
-            if badStart == nil { badStart = offset }
-            offset += 1
-        }
-        if let start = badStart { regions.append(start..<reader.totalSize) }
-        return regions
-    }
-
-    /// Header (27 bytes) plus lacing table plus body, or nil when the header is cut short.
-    private static func pageSize(_ b: [UInt8], at i: Int) -> Int? {
-        guard b.count >= i + 27 else { return nil }
-        let segments = Int(b[i + 26])
-        guard b.count >= i + 27 + segments else { return nil }
-        return 27 + segments + b[(i + 27)..<(i + 27 + segments)].reduce(0) { $0 + Int($1) }
-    }
-
-    private static func checksumMatches(_ page: [UInt8]) -> Bool {
-        var copy = page
-        let stored = UInt32(page[22]) | UInt32(page[23]) << 8 | UInt32(page[24]) << 16 | UInt32(page[25]) << 24
-        copy[22] = 0; copy[23] = 0; copy[24] = 0; copy[25] = 0
-        var crc: UInt32 = 0
-        for byte in copy { crc = (crc << 8) ^ crcTable[Int((crc >> 24) ^ UInt32(byte))] }
-        return crc == stored
-    }
-
-    /// CRC-32 with polynomial 0x04C11DB7, unreflected, initial value 0 (RFC 3533 §6).
-    private static let crcTable: [UInt32] = (0..<256).map { n in
-        var r = UInt32(n) << 24
-        for _ in 0..<8 { r = r & 0x8000_0000 != 0 ? (r << 1) ^ 0x04C1_1DB7 : r << 1 }
-        return r
+        walk(reader).gaps
     }
 }
