@@ -44,6 +44,18 @@ enum OggPayload: Equatable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// Whether this is a codec the table knows.
+    var isKnown: Bool {
+        if case .unknown = self { return false }
+        return true
+    }
+
+    /// The codec whose identification header `packet` (a stream's first packet) is.
+    init(firstPacket packet: some Collection<UInt8>) {
+        let head = Array(packet.prefix(8))
+        self = Self.signatures.first { head.starts(with: $0.prefix) }?.payload ?? .unknown(head)
+    }
+
     /// Whether `prefix` begins with an Ogg page (its capture pattern and stream structure
     /// version 0), whatever it carries.
     static func isOgg(_ prefix: [UInt8]) -> Bool {
@@ -70,8 +82,7 @@ enum OggPayload: Equatable, Sendable, CustomStringConvertible {
                 packetLength += Int(lacing)
                 if lacing < 255 { break }
             }
-            let packet = Array(prefix[body..<min(prefix.count, body + min(packetLength, 8))])
-            payloads.append(signatures.first { packet.starts(with: $0.prefix) }?.payload ?? .unknown(packet))
+            payloads.append(OggPayload(firstPacket: prefix[body..<min(prefix.count, body + min(packetLength, 8))]))
             offset = body + prefix[(offset + 27)..<body].reduce(0) { $0 + Int($1) }
         }
         return payloads

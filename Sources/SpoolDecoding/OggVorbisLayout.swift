@@ -15,7 +15,7 @@ struct OggVorbisLayout {
         /// From the link's first page to the next link's first page (or the end).
         let byteRange: Range<Int>
         /// The codecs of the link's logical streams, in order.
-        let codecs: [OggCodec]
+        let codecs: [OggPayload]
         /// The link's Vorbis stream, when it has one.
         let vorbis: VorbisStream?
     }
@@ -66,7 +66,7 @@ struct OggVorbisLayout {
 /// Gathers one link's pages.
 private struct LinkBuilder {
     let start: Int
-    private var codecs: [OggCodec] = []
+    private var codecs: [OggPayload] = []
     private var serials: [UInt32] = []
     private var vorbis: VorbisStreamAnalyzer?
     /// Whether only first pages have been seen so far (they open the link's streams).
@@ -88,7 +88,7 @@ private struct LinkBuilder {
     mutating func add(_ page: OggPage) {
         if page.isFirst, inFirstPages, !serials.contains(page.serialNumber) {
             serials.append(page.serialNumber)
-            let codec = OggCodec(firstPacket: page.body)
+            let codec = OggPayload(firstPacket: page.body)
             codecs.append(codec)
             if codec == .vorbis, vorbis == nil { vorbis = VorbisStreamAnalyzer(serialNumber: page.serialNumber) }
         } else {

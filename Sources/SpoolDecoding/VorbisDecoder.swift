@@ -89,7 +89,7 @@ final class VorbisDecoder: AudioDecoder {
             throw AudioError(.corruptData, "\(name): not an Ogg stream: no valid Ogg page (header and checksum) in its \(reader.totalSize) bytes")
         }
         guard let stream = first.vorbis else {
-            let known = first.codecs.filter { $0 != .unknown }
+            let known = first.codecs.filter(\.isKnown)
             let what = known.isEmpty ? "an Ogg stream of an unknown codec" : "Ogg " + known.map(\.description).joined(separator: " and ")
             throw AudioError(.unsupportedFormat, "\(name): \(what), not Vorbis")
         }
@@ -346,7 +346,7 @@ final class VorbisDecoder: AudioDecoder {
                                           detail: "link \(number) of the chained stream cannot be decoded: \(problem)"))
             return
         }
-        let codecs = next.codecs.filter { $0 != .unknown }
+        let codecs = next.codecs.filter(\.isKnown)
         guard !codecs.isEmpty else {
             warnings.append(DecodeWarning(kind: .skippedCorruptData, byteOffset: offset, byteCount: rest,
                                           detail: "link \(number) of the chained stream is of an unknown codec"))

@@ -40,9 +40,9 @@ struct OggVorbisLayoutTests {
     }
 
     @Test("other codecs are named, not analysed", arguments: [
-        ("ogg/opus-48000-stereo.opus", OggCodec.opus), ("ogg/flac-48000-stereo.oga", .flac), ("ogg/speex-16000-mono.spx", .speex),
+        ("ogg/opus-48000-stereo.opus", OggPayload.opus), ("ogg/flac-48000-stereo.oga", .flac), ("ogg/speex-16000-mono.spx", .speex),
     ])
-    func otherCodecs(_ file: String, _ codec: OggCodec) throws {
+    func otherCodecs(_ file: String, _ codec: OggPayload) throws {
         let layout = try layout(file)
         #expect(layout.links.first?.codecs == [codec])
         #expect(layout.links.first?.vorbis == nil)
