@@ -160,6 +160,38 @@ struct PlayAndBenchToolTests {
         let written = try DecoderRegistry.shared.open(path: output)
         #expect(written.format.sampleRate == 48_000)
         #expect(written.frameCount == 48_000)  // two passes of 0.5 s
+        // What was written is the file, converted and at half volume: the same level (RMS ×
+        // 2), and each channel's own tones (440 + 1000 Hz left, 550 + 1250 Hz right) at their
+        // frequencies, where a wrong rate would move them and a swap would trade them.
+        let samples = try written.decodeAll().samples
+        let source = try DecoderRegistry.shared.open(path: Tool.fixture("wav-44100-stereo-s16.wav")).decodeAll().samples
+        func rms(_ x: [Float], channel: Int, skip: Int) -> Double {
+            let values = stride(from: skip * 2 + channel, to: x.count, by: 2).map { Double(x[$0]) }
+            return (values.reduce(0) { $0 + $1 * $1 } / Double(values.count)).squareRoot()
+        }
+        func power(_ x: [Float], channel: Int, frequency: Double, rate: Double) -> Double {
+            let w = 2 * Double.pi * frequency / rate
+            var re = 0.0, im = 0.0
+            for (n, i) in stride(from: channel, to: x.count, by: 2).enumerated() {
+                re += Double(x[i]) * cos(w * Double(n))
+                im -= Double(x[i]) * sin(w * Double(n))
+            }
+            return (re * re + im * im) / Double(x.count / 2)
+        }
+        for channel in 0..<2 {
+            let ratio = 2 * rms(samples, channel: channel, skip: 2_400) / rms(source, channel: channel, skip: 2_205)
+            #expect(abs(ratio - 1) < 0.01, "channel \(channel): level ratio \(ratio)")
+        }
+        let (own, other) = ([[440.0, 1000], [550, 1250]], [[550.0, 1250], [440, 1000]])
+        for channel in 0..<2 {
+            for (mine, theirs) in zip(own[channel], other[channel]) {
+                let p = power(samples, channel: channel, frequency: mine, rate: 48_000)
+                let q = power(samples, channel: channel, frequency: theirs, rate: 48_000)
+                #expect(p > 1000 * q, "channel \(channel): \(mine) Hz against \(theirs) Hz")
+                let off = power(samples, channel: channel, frequency: mine * 44_100 / 48_000, rate: 48_000)
+                #expect(p > 100 * off, "channel \(channel): \(mine) Hz sits where a wrong rate would not put it")
+            }
+        }
     }
 
     @Test func playToTheNullDeviceTakesRealTime() throws {
