@@ -19,11 +19,15 @@ import SpoolCore
 ///   - periodFrames: Frames per render call, 16…8192.
 ///   - channelCount: Channels of each voice's sine, 1 or 2.
 ///   - convertedShare: The share of voices at 44.1 kHz, 0…1.
+///   - checkFrames: With `check`, frames rendered after the timed part for it.
+///   - check: Given the interleaved stereo output rendered after the timed part, and the
+///     frames the timed part rendered; for tests of what the benchmark mixes.
 /// - Returns: Wall-clock seconds and this thread's CPU seconds
 ///   (`clock_gettime(CLOCK_THREAD_CPUTIME_ID)`) for the rendering, after one warm-up period.
 /// - Throws: `.invalidParameter` for a count out of range; OpenAL errors.
 public func benchmarkOpenALMix(voices: Int, seconds: Double, rate: Double, periodFrames: Int,
-                               channelCount: Int = 2, convertedShare: Double = 0.5) throws -> (renderSeconds: Double, cpuSeconds: Double) {
+                               channelCount: Int = 2, convertedShare: Double = 0.5, checkFrames: Int = 4800,
+                               check: ((_ rendered: [Float], _ framesTimed: Int) -> Void)? = nil) throws -> (renderSeconds: Double, cpuSeconds: Double) {
     guard (1...OpenALDevice.defaultSourceLimit).contains(voices), seconds.isFinite, seconds > 0,
           (1...2).contains(channelCount), (0...1).contains(convertedShare) else {
         throw AudioError(.invalidParameter, "mix benchmark needs 1...256 voices, a positive duration, 1 or 2 channels and a converted share in 0...1")
@@ -61,6 +65,16 @@ public func benchmarkOpenALMix(voices: Int, seconds: Double, rate: Double, perio
     }
     let wall = HostTime.seconds(from: wallStart, to: HostTime.now())
     let cpu = threadCPUSeconds() - cpuStart
+    if let check {
+        // After the timing: the mix as it then sounds, for a caller to check against the sum
+        // of the voices' sines.
+        var rendered: [Float] = []
+        while rendered.count < checkFrames * 2 {
+            try device.render(frames: periodFrames, into: buffer)
+            rendered += buffer
+        }
+        check(rendered, done)
+    }
     for feeder in feeders { feeder.voice.dispose() }
     return (wall, cpu)
 }

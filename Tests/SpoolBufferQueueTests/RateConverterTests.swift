@@ -293,8 +293,9 @@ struct RateConverterTests {
         #expect(row.tones.count == 8)
         #expect(row.snrDB >= 90)
         #expect(row.frequencyErrorPercent <= 0.1)
-        #expect(row.framesPerSecond > 44_100)
-        #expect((row.varispeedFramesPerSecond ?? 0) > 44_100)
+        // Its speed is measured by `spool bench resample`, not asserted here; the default
+        // has a varispeed figure because it converts at any ratio.
+        #expect(row.varispeedFramesPerSecond != nil)
     }
 }
 
