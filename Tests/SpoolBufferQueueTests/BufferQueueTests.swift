@@ -61,6 +61,10 @@ struct BufferQueueTests {
         let tail = try device.render(frames: 512).samples
         // A 5 ms (240-frame) linear fade: no step larger than 0.5 / 240, then silence.
         let left = channel(tail, 0, of: 2)
+        // The fade starts from the level before the stop (a hard cut would start at 0) and
+        // is still sounding near its end.
+        #expect(abs(left[0] - 0.5) <= 0.5 / 240 + 1e-6, "first sample after the stop: \(left[0])")
+        #expect(left[200] > 0.5 * 30 / 240 && left[200] < 0.5 * 50 / 240, "frame 200 of the fade: \(left[200])")
         #expect(zip(left, left.dropFirst()).allSatisfy { abs($1 - $0) <= 0.5 / 240 + 1e-6 })
         #expect(left[240...].allSatisfy { $0 == 0 })
         #expect(log.count == 4)
@@ -247,11 +251,14 @@ struct BufferQueueTests {
         _ = try device.render(frames: 256)
         try queue.setVolume(0, rampSeconds: 0.01)  // 480 frames
         let down = channel(try device.render(frames: 1024).samples, 0, of: 2)
+        #expect(abs(down[0] - 0.5) <= 0.5 / 480 + 1e-6, "the ramp starts where the level was: \(down[0])")
+        #expect(abs(down[240] - 0.25) <= 0.5 / 480 * 2, "half way down at frame 240: \(down[240])")
         #expect(zip(down, down.dropFirst()).allSatisfy { abs($1 - $0) <= 0.5 / 480 + 1e-6 })
         #expect(down[480...].allSatisfy { abs($0) < 1e-6 })
         // An instant change still ramps over 5 ms.
         try queue.setVolume(1)
         let up = channel(try device.render(frames: 512).samples, 0, of: 2)
+        #expect(up[0] <= 0.5 / 240 + 1e-6, "the ramp up starts from silence: \(up[0])")
         #expect(zip(up, up.dropFirst()).allSatisfy { abs($1 - $0) <= 0.5 / 240 + 1e-6 })
         #expect(up[240...].allSatisfy { abs($0 - 0.5) < 1e-6 })
     }
