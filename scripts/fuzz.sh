@@ -95,7 +95,14 @@ for t in "${targets[@]}"; do
         tags) max_len=8192 ;;
         *) max_len=16384 ;;
     esac
-    if ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=1" "$out/fuzz-$t" "${limit[@]}" -max_len="$max_len" \
+    # Leaks are findings, except in the Opus target: libopusfile 0.12 itself leaks the
+    # OpusTags of a link it parsed when op_open fails with OP_EBADTIMESTAMP (under 200 bytes
+    # per refused file; a plain C program calling op_open_memory and op_free shows it too),
+    # which no call of Spool's can free. Spool's own Opus leaks are still caught by the unit
+    # tests under LeakSanitizer; memory errors and hangs still fail this target.
+    leaks=1
+    [ "$t" = opus ] && leaks=0
+    if ASAN_OPTIONS="detect_leaks=$leaks:allocator_may_return_null=1" "$out/fuzz-$t" "${limit[@]}" -max_len="$max_len" \
         -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$out/artifacts/$t-" "$corpus" >"$log" 2>&1; then
         grep -E '^stat::number_of_executed_units|^stat::peak_rss_mb' "$log" | sed "s/^/  $t: /"
         tail -n 1 "$log" | grep -q 'Done' && true
