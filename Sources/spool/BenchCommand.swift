@@ -9,8 +9,8 @@ enum BenchCommand {
 
         benchmarks:
           decode FILE... [--repeat N] [--json PATH]
-                decode throughput of each file, against the reference command-line
-                decoder for its format in the same run (mpg123, oggdec, flac, sox)
+                'spool decode FILE --output -' against the reference decoder for its format
+                (mpg123, oggdec, flac, sox, opusdec), both whole processes timed alike
           cache [DIR] [--budget-mb N] [--repeat N] [--hits N] [--json PATH]
                 buffer cache on a folder (default Fixtures): cold load serial vs parallel,
                 hit latency p50/p99, bytes held against the budget (N MiB, default 64)
@@ -19,8 +19,9 @@ enum BenchCommand {
                   [--chart PATH.svg] [--acoustic]
                 start and output latency, refill turnaround and underruns of each back-end
                 ('spool bench latency --help' tells more)
-          mix [--voices N] [--seconds S] [--period FRAMES] [--converted SHARE] [--json PATH]
-                the buffer-queue engine mixing N voices offline (half rate-converted),
+          mix [--voices N] [--seconds S] [--period FRAMES] [--converted SHARE] [--runs N] [--json PATH]
+                the buffer-queue engine mixing N voices offline (--converted SHARE of them
+                rate-converted, default 0.5; median of --runs N),
                 against OpenAL Soft's mixer on its loopback device in the same run
           resample [--seconds S] [--json PATH]
                 each candidate resampler's quality (SNR, frequency error) and speed
