@@ -66,22 +66,10 @@ struct FallbackTests {
             print("SPOOL-DEVICE-LIST \(names.count) listed, all open; fallback: \(notice ?? "none")")
             return
         }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        process.arguments = ["--testing-library", "swift-testing", "--filter", "withoutASoundServerOnlyDevicesThatOpen"]
-        var environment = ProcessInfo.processInfo.environment
-        environment["ALSOFT_CONF"] = nil
-        environment["ALSOFT_DRIVERS"] = nil
-        environment["PULSE_SERVER"] = "unix:/nonexistent/spool-no-sound-server"
-        environment[Self.childVariable] = "1"
-        process.environment = environment
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "the child process failed:\n\(output.suffix(1500))")
+        let (status, output) = try runInFreshProcess(
+            filter: "withoutASoundServerOnlyDevicesThatOpen",
+            environment: ["PULSE_SERVER": "unix:/nonexistent/spool-no-sound-server", Self.childVariable: "1"])
+        #expect(status == 0, "the child process failed:\n\(output.suffix(1500))")
         #expect(output.contains("SPOOL-DEVICE-LIST"), "\(output.suffix(800))")
     }
 }

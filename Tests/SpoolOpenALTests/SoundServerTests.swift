@@ -137,23 +137,12 @@ struct SoundServerTests {
         }
         // OpenAL Soft reads its configuration once per process, and this one has long since
         // started it: run this test again in a process of its own.
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        process.arguments = ["--testing-library", "swift-testing", "--filter", "aConfigurationAppliedFirstSetsTheDeviceBuffer"]
-        var environment = ProcessInfo.processInfo.environment
-        environment["ALSOFT_CONF"] = nil
-        environment["ALSOFT_DRIVERS"] = nil
-        environment[Self.childVariable] = "\(periodFrames)x\(periodCount)"
-        process.environment = environment
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        let (status, output) = try runInFreshProcess(
+            filter: "aConfigurationAppliedFirstSetsTheDeviceBuffer",
+            environment: [Self.childVariable: "\(periodFrames)x\(periodCount)"])
         let report = output.split(separator: "\n").first { $0.contains("SPOOL-OPENAL-LATENCY") }
         print(report.map(String.init) ?? "the child process printed no measurement")
-        #expect(process.terminationStatus == 0, "the child process failed:\n\(output.suffix(1500))")
+        #expect(status == 0, "the child process failed:\n\(output.suffix(1500))")
         #expect(report != nil)
     }
 
