@@ -84,7 +84,28 @@ public final class BufferQueue: Sendable {
         index.store(try engine.attach(self, slot: slot), ordering: .releasing)
     }
 
-    deinit { releaseSlot() }
+    deinit {
+        // The render side may be reading one of this queue's buffers right now, and the
+        // buffers go with the state once this returns: unless `dispose()` already did, have
+        // the render side carry out a dispose first (at its next period on a running
+        // real-time device, waited for; otherwise here, under the offline gate), so that
+        // nothing it reads afterwards belongs to this queue.
+        let target = state.withLock { s -> Int? in
+            guard !s.disposed else { return nil }
+            s.disposed = true
+            return push(.dispose, &s)
+        }
+        if let target {
+            if engine.isRealTime, engine.device.isRunning {
+                let period = Double(engine.device.periodFrames) / engine.format.sampleRate
+                let deadline = HostTime.now() + HostTime.nanoseconds(4 * period * Double(engine.device.periodCount) + 0.05)
+                while slot.commandsDone.load(ordering: .acquiring) < target, HostTime.now() < deadline { usleep(200) }
+            } else {
+                engine.offlineGate.withLock { _ in _ = slot.processCommands() }
+            }
+        }
+        releaseSlot()
+    }
 
     private func releaseSlot() {
         let claimed = index.exchange(-1, ordering: .acquiringAndReleasing)
