@@ -24,6 +24,7 @@ for part in "${parts[@]}"; do
                 LSAN_OPTIONS="suppressions=$PWD/scripts/sanitizers/lsan.supp:print_suppressions=0" \
                 swift test --skip-build --sanitize=address --scratch-path .build/asan >"$log" 2>&1; then
                 grep -E '✘|ERROR: (AddressSanitizer|LeakSanitizer)|SUMMARY' "$log" | head -n 60
+                grep -A 60 -m 2 -E 'ERROR: (AddressSanitizer|LeakSanitizer)' "$log" | head -n 150
                 echo "address sanitizer run failed" >&2
                 exit 1
             fi
