@@ -137,9 +137,17 @@ struct SoundServerTests {
         }
         // OpenAL Soft reads its configuration once per process, and this one has long since
         // started it: run this test again in a process of its own.
-        let (status, output) = try runInFreshProcess(
+        var (status, output) = try runInFreshProcess(
             filter: "aConfigurationAppliedFirstSetsTheDeviceBuffer",
             environment: [Self.childVariable: "\(periodFrames)x\(periodCount)"])
+        if status != 0 {
+            // A measurement on a real sound server on a busy machine (a sanitizer build, other
+            // work) can land badly once; say so, and measure again: twice in a row fails.
+            print("first measurement failed, measuring again:\n\(output.suffix(1500))")
+            (status, output) = try runInFreshProcess(
+                filter: "aConfigurationAppliedFirstSetsTheDeviceBuffer",
+                environment: [Self.childVariable: "\(periodFrames)x\(periodCount)"])
+        }
         let report = output.split(separator: "\n").first { $0.contains("SPOOL-OPENAL-LATENCY") }
         print(report.map(String.init) ?? "the child process printed no measurement")
         #expect(status == 0, "the child process failed:\n\(output.suffix(1500))")
