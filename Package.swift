@@ -61,7 +61,7 @@ let package = Package(
                     dependencies: ["SpoolOpenAL", "SpoolBufferQueue", "SpoolDecoding", "CAllocationCounter",
                                    "SoundServerTestSupport"]),
         .testTarget(name: "SpoolToolTests", dependencies: ["spool", "Spool"]),
-        .testTarget(name: "SeamConformanceTests", dependencies: ["SpoolBufferQueue", "SpoolOpenAL", "SpoolDecoding"]),
+        .testTarget(name: "SeamConformanceTests", dependencies: ["SpoolBufferQueue", "SpoolOpenAL", "SpoolDecoding", "Spool"]),
 
         // MARK: - Test support
 

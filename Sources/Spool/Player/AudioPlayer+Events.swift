@@ -1,0 +1,84 @@
+import Dispatch
+import SpoolCore
+
+/// What an `AudioPlayer` tells its delegate and its event streams.
+public enum AudioPlayerEvent: Sendable, CustomStringConvertible {
+    /// Playback ended by itself: every frame (and loop) played (`successfully: true`), or a
+    /// decode error or the loss of the output ended it early (`false`). A call to `stop()`
+    /// or `pause()` sends nothing. The corresponding Apple call is
+    /// `audioPlayerDidFinishPlaying(_:successfully:)`.
+    case finishedPlaying(successfully: Bool)
+    /// The source could not be decoded further (corrupt or truncated data); every frame
+    /// decoded before the failure played. `finishedPlaying(successfully: false)` follows.
+    /// The corresponding Apple call is `audioPlayerDecodeErrorDidOccur(_:error:)`.
+    case decodeError(AudioError)
+    /// The back-end took the voice away (its device closed or was lost, or a voice of higher
+    /// priority took its source). `finishedPlaying(successfully: false)` follows.
+    case outputLost(AudioError)
+
+    public var description: String {
+        switch self {
+        case .finishedPlaying(let successfully): "finished playing (successfully: \(successfully))"
+        case .decodeError(let error): "decode error: \(error.message)"
+        case .outputLost(let error): "output lost: \(error.message)"
+        }
+    }
+}
+
+/// Receives an `AudioPlayer`'s events on the player's `eventQueue`. Every method has an
+/// empty default. The corresponding Apple protocol is `AVAudioPlayerDelegate`.
+public protocol AudioPlayerDelegate: AnyObject {
+    /// Playback ended by itself; see `AudioPlayerEvent.finishedPlaying(successfully:)`.
+    func audioPlayerDidFinishPlaying(_ player: AudioPlayer, successfully flag: Bool)
+    /// Decoding failed mid-file; see `AudioPlayerEvent.decodeError(_:)`.
+    func audioPlayerDecodeErrorDidOccur(_ player: AudioPlayer, error: AudioError)
+    /// The output went away; see `AudioPlayerEvent.outputLost(_:)`.
+    func audioPlayerOutputDidEnd(_ player: AudioPlayer, error: AudioError)
+}
+
+extension AudioPlayerDelegate {
+    public func audioPlayerDidFinishPlaying(_ player: AudioPlayer, successfully flag: Bool) {}
+    public func audioPlayerDecodeErrorDidOccur(_ player: AudioPlayer, error: AudioError) {}
+    public func audioPlayerOutputDidEnd(_ player: AudioPlayer, error: AudioError) {}
+}
+
+/// The player's delegate, held weakly, and its event streams' continuations.
+struct PlayerListeners: @unchecked Sendable {
+    // Sendable: kept in the player's `listeners` lock; the delegate is only called on the
+    // player's event queue, as its documentation promises.
+    weak var delegate: (any AudioPlayerDelegate)?
+    var continuations: [Int: AsyncStream<AudioPlayerEvent>.Continuation] = [:]
+    var nextStream = 0
+}
+
+extension AudioPlayer {
+    /// A new stream of this player's events, from now on, in the order the delegate receives
+    /// them. Each access makes a stream of its own; it ends when the player goes.
+    public var events: AsyncStream<AudioPlayerEvent> {
+        let (stream, continuation) = AsyncStream<AudioPlayerEvent>.makeStream(bufferingPolicy: .bufferingNewest(64))
+        let id = listeners.withLock { l -> Int in
+            l.nextStream += 1
+            l.continuations[l.nextStream] = continuation
+            return l.nextStream
+        }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.listeners.withLock { $0.continuations.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    /// Delivers `events`, in order, on the event queue: to the delegate, then to every stream.
+    func deliver(_ events: [AudioPlayerEvent]) {
+        eventQueue.async { [self] in
+            let (delegate, continuations) = listeners.withLock { ($0.delegate, Array($0.continuations.values)) }
+            for event in events {
+                switch event {
+                case .finishedPlaying(let successfully): delegate?.audioPlayerDidFinishPlaying(self, successfully: successfully)
+                case .decodeError(let error): delegate?.audioPlayerDecodeErrorDidOccur(self, error: error)
+                case .outputLost(let error): delegate?.audioPlayerOutputDidEnd(self, error: error)
+                }
+                for continuation in continuations { continuation.yield(event) }
+            }
+        }
+    }
+}

@@ -1,0 +1,356 @@
+import Dispatch
+import Foundation
+import Spool
+import Testing
+
+/// `AudioPlayer` on both back-ends, rendered offline: every test compares the rendered frames
+/// with the source's own.
+@Suite("AudioPlayer on both back-ends")
+struct AudioPlayerTests {
+    // MARK: Playing
+
+    @Test(arguments: Backend.allCases)
+    func playsEveryFrameOnceThenFinishesSuccessfullyOnce(_ kind: Backend) throws {
+        let rig = try Rig(kind)
+        let (player, log) = try makePlayer(rig, identityBuffer(0..<12_000))
+        try player.play()
+        #expect(player.isPlaying)
+        let out = try rig.render(until: { player.state == .stopped }, limit: 48_000) + rig.render(1024)
+        #expect(decodeIdentity(out).compactMap { $0 } == Array(0..<12_000))
+        #expect(log.events == ["finished(true)"])
+        #expect(player.currentTime == 0, "playing to the end leaves currentTime at 0, as AVAudioPlayer does")
+    }
+
+    @Test(arguments: Backend.allCases)
+    func playsADecodedFileSampleForSampleAsItsDecoderDecodesIt(_ kind: Backend) throws {
+        let path = fixture("wav-48000-stereo-f32.wav")
+        let reference = try DecoderRegistry.shared.open(path: path).decodeAll()
+        let rig = try Rig(kind)
+        let (player, log) = try makePlayer(rig, url: URL(fileURLWithPath: path))
+        #expect(player.duration == reference.duration)
+        #expect(player.url?.path == path)
+        try player.play()
+        let out = try rig.render(until: { player.state == .stopped }, limit: 96_000)
+        let played = Array(out.prefix(reference.frameCount * 2))
+        #expect(out[(reference.frameCount * 2)...].allSatisfy { $0 == 0 }, "nothing after the last frame")
+        #expect(snr(played, reference.samples) >= 80, "\(snr(played, reference.samples)) dB")
+        #expect(log.events == ["finished(true)"])
+    }
+
+    @Test(arguments: Backend.allCases)
+    func aTruncatedFilePlaysItsPrefixThenReportsTheDecodeError(_ kind: Backend) throws {
+        let path = fixture("broken/truncated.wav")
+        let rig = try Rig(kind, rate: 44_100)
+        let (player, log) = try makePlayer(rig, url: URL(fileURLWithPath: path))
+        try player.play()
+        let out = try rig.render(until: { player.state == .stopped }, limit: 44_100) + rig.render(512)
+        let last = (0..<(out.count / 2)).last { abs(out[$0 * 2]) > 1e-4 || abs(out[$0 * 2 + 1]) > 1e-4 } ?? 0
+        // The manifest: 13225 whole frames survive the cut.
+        #expect(abs(last + 1 - 13_225) <= 2, "the prefix played up to frame \(last)")
+        #expect(log.events == ["decodeError(truncated)", "finished(false)"])
+    }
+
+    // MARK: Transport
+
+    @Test(arguments: Backend.allCases)
+    func pauseHoldsTheFrameItEndsOnAndPlayResumesThere(_ kind: Backend) throws {
+        let rig = try Rig(kind)
+        let (player, log) = try makePlayer(rig, identityBuffer(0..<20_000))
+        try player.play()
+        var out = try rig.render(4800)
+        try player.pause()
+        out += try rig.render(1024)
+        #expect(player.state == .paused)
+        let held = player.currentFrame
+        let silence = try rig.render(2048)
+        #expect(silence.allSatisfy { $0 == 0 }, "a paused player plays silence")
+        #expect(player.currentFrame == held)
+        try player.play()
+        let resumed = try rig.render(until: { player.state == .stopped }, limit: 48_000)
+        let before = decodeIdentity(out).compactMap { $0 }
+        let after = decodeIdentity(resumed).compactMap { $0 }
+        // The fade-out ends on the held frame at gain 0 and the fade-in starts there at gain 0,
+        // so the frame itself is not seen; every other frame plays once, none is lost.
+        #expect(runs(before) == "0..<\(held)" || runs(before) == "0..<\(held - 1)", "before the pause; held at \(held)")
+        #expect(runs(after) == "\(held + 1)..<20000" || runs(after) == "\(held)..<20000", "after it; held at \(held)")
+        #expect(log.events == ["finished(true)"])
+    }
+
+    @Test(arguments: Backend.allCases)
+    func seekingWhilePlayingPlaysOnFromTheExactFrame(_ kind: Backend) throws {
+        let rig = try Rig(kind)
+        let (player, _) = try makePlayer(rig, identityBuffer(0..<30_000))
+        try player.play()
+        _ = try rig.render(4800)
+        try player.setCurrentTime(Double(20_000) / 48_000)
+        #expect(player.currentFrame == 20_000)
+        let out = try rig.render(until: { player.state == .stopped }, limit: 48_000)
+        let indices = decodeIdentity(out).compactMap { $0 }
+        guard let jump = indices.firstIndex(where: { $0 >= 20_000 }) else {
+            Issue.record("the seek target never played")
+            return
+        }
+        #expect(Array(indices[jump...]) == Array(20_000..<30_000))
+        #expect(indices[..<jump].allSatisfy { $0 < 20_000 }, "only the fade-out of the old position comes first")
+    }
+
+    @Test(arguments: Backend.allCases)
+    func seekingWhilePausedOrStoppedStartsThereOnPlay(_ kind: Backend) throws {
+        let rig = try Rig(kind)
+        let (player, _) = try makePlayer(rig, identityBuffer(0..<30_000))
+        try player.play()
+        _ = try rig.render(4800)
+        try player.pause()
+        _ = try rig.render(1024)
+        try player.seek(toFrame: 15_000)
+        #expect(player.currentFrame == 15_000)
+        #expect(player.state == .paused)
+        _ = try rig.render(1024)
+        try player.play()
+        let resumed = decodeIdentity(try rig.render(2048)).compactMap { $0 }
+        #expect(resumed.first == 15_000)
+        #expect(resumed == Array(15_000..<(15_000 + resumed.count)))
+
+        try player.stop()
+        _ = try rig.render(1024)
+        let stoppedAt = player.currentFrame
+        #expect(player.state == .stopped)
+        #expect(stoppedAt > 15_000, "stop keeps currentTime, as AVAudioPlayer does")
+        try player.seek(toFrame: 25_000)
+        try player.play()
+        let again = decodeIdentity(try rig.render(2048)).compactMap { $0 }
+        #expect(again.first == 25_000)
+    }
+
+    @Test(arguments: Backend.allCases)
+    func playAtTimeIsHeardOnItsFrame(_ kind: Backend) throws {
+        let rig = try Rig(kind)
+        let (player, _) = try makePlayer(rig, identityBuffer(0..<4_800))
+        try player.prepareToPlay()
+        #expect(player.state == .prepared)
+        try player.play(atTime: Double(rig.hostTime(ofFrame: 3_000)) / 1e9)
+        let out = try rig.render(9_600)
+        #expect(firstSoundingFrame(out) == 3_000)
+        #expect(decodeIdentity(out).compactMap { $0 } == Array(0..<4_800))
+    }
+
+    // MARK: Loops
+
+    @Test(arguments: Backend.allCases)
+    func loopsJoinEndToStartWithNothingBetween(_ kind: Backend) throws {
+        let rig = try Rig(kind)
+        let (player, log) = try makePlayer(rig, identityBuffer(0..<5_000))
+        try player.setNumberOfLoops(2)
+        try player.play()
+        let out = try rig.render(until: { player.state == .stopped }, limit: 48_000) + rig.render(512)
+        let pass = Array(0..<5_000)
+        #expect(decodeIdentity(out).prefix(15_000).map { $0 ?? -1 } == pass + pass + pass, "three passes, seams exact")
+        #expect(decodeIdentity(out).compactMap { $0 }.count == 15_000)
+        #expect(log.events == ["finished(true)"])
+    }
+
+    @Test(arguments: Backend.allCases)
+    func endlessLoopsRunUntilStoppedWithEverySeamExact(_ kind: Backend) throws {
+        let rig = try Rig(kind)
+        let (player, log) = try makePlayer(rig, identityBuffer(0..<3_000))
+        try player.setNumberOfLoops(-1)
+        try player.play()
+        let out = try rig.render(4 * 3_000 + 100)
+        #expect(player.isPlaying)
+        #expect(player.currentFrame == 100, "currentTime counts within the pass playing")
+        try player.stop()
+        _ = try rig.render(1024)
+        let pass = Array(0..<3_000)
+        #expect(decodeIdentity(out).prefix(12_000).map { $0 ?? -1 } == pass + pass + pass + pass)
+        #expect(log.events.isEmpty, "stop sends no event")
+    }
+
+    // MARK: Volume, rate, meters
+
+    @Test(arguments: Backend.allCases)
+    func aVolumeFadeFallsSmoothlyOverItsDuration(_ kind: Backend) throws {
+        let rig = try Rig(kind)
+        let (player, _) = try makePlayer(rig, constant(0.5, frames: 48_000))
+        try player.play()
+        _ = try rig.render(2_400)
+        try player.setVolume(0, fadeDuration: 0.1)
+        #expect(player.volume == 0)
+        let left = channel(try rig.render(9_600), 0)
+        let steps = zip(left, left.dropFirst()).map { $1 - $0 }
+        #expect(steps.allSatisfy { $0 <= 1e-6 }, "the fade never rises")
+        // 0.5 over 4800 frames, with room for a back-end that ramps in mixer-update steps.
+        #expect((steps.map { -$0 }.max() ?? 1) <= 0.5 / 4_800 * 20, "largest step \(steps.map { -$0 }.max() ?? 1)")
+        #expect(left[2_400] > 0.1 && left[2_400] < 0.4, "half-way through, \(left[2_400])")
+        #expect(left[6_000...].allSatisfy { abs($0) < 1e-4 }, "silent once the fade is over")
+    }
+
+    @Test(arguments: Backend.allCases)
+    func varispeedScalesTheFrequencyAndTheDuration(_ kind: Backend) throws {
+        let rig = try Rig(kind)
+        let (player, _) = try makePlayer(rig, sine(1_000, frames: 24_000, format: stereo48))
+        try player.setRateMode(.varispeed)
+        try player.setEnableRate(true)
+        try player.setRate(1.5)
+        try player.play()
+        let out = try rig.render(until: { player.state == .stopped }, limit: 48_000)
+        let left = channel(out, 0)
+        let sounding = (left.lastIndex { abs($0) > 1e-3 } ?? 0) + 1
+        #expect(abs(Double(sounding) - 16_000) <= 160, "\(sounding) frames for 24000 at 1.5×")
+        let frequency = zeroCrossingFrequency(left[2_000..<14_000], rate: 48_000)
+        #expect(abs(frequency - 1_500) <= 15, "\(frequency) Hz")
+    }
+
+    @Test(arguments: Backend.allCases)
+    func metersReadThePowerOfTheWindowEndingAtTheFramePlaying(_ kind: Backend) throws {
+        let rig = try Rig(kind)
+        // 0.25 then 0.75, a different level on each channel: the window's place shows.
+        var samples: [Float] = []
+        for i in 0..<48_000 {
+            let a: Float = i < 12_000 ? 0.25 : 0.75
+            let v = a * Float(sin(2 * Double.pi * 750 * Double(i) / 48_000))
+            samples += [v, v * 0.5]
+        }
+        let (player, _) = try makePlayer(rig, try PCMBuffer(format: stereo48, samples: samples))
+        player.updateMeters()
+        #expect(try player.averagePower(forChannel: 0) == -160, "nothing measured yet")
+        player.setMeteringEnabled(true)
+        try player.play()
+        var rendered = 0
+        for target in [6_000, 12_800, 30_000] {
+            _ = try rig.render(target - rendered)
+            rendered = target
+            player.updateMeters()
+            let end = player.currentFrame / 256 * 256
+            let window = (end - player.meteringWindowFrames)..<end
+            for c in 0..<2 {
+                let values = window.map { samples[$0 * 2 + c] }
+                let average = Float(10 * log10(values.reduce(0.0) { $0 + Double($1) * Double($1) } / Double(values.count)))
+                let peak = 20 * log10(values.map(abs).max() ?? 0)
+                #expect(abs(try player.averagePower(forChannel: c) - average) < 0.01, "channel \(c) at \(end)")
+                #expect(abs(try player.peakPower(forChannel: c) - peak) < 0.01, "channel \(c) at \(end)")
+            }
+        }
+        expectError(.invalidParameter, "channel 2 of a stereo source") { _ = try player.peakPower(forChannel: 2) }
+    }
+
+    // MARK: Bad calls
+
+    @Test(arguments: Backend.allCases)
+    func invalidParametersAreErrorsThatChangeNothing(_ kind: Backend) throws {
+        let rig = try Rig(kind)
+        let (player, _) = try makePlayer(rig, identityBuffer(0..<4_800))
+        expectError(.invalidParameter, "rate 5") { try player.setRate(5) }
+        expectError(.invalidParameter, "rate NaN") { try player.setRate(.nan) }
+        expectError(.invalidParameter, "volume -1") { try player.setVolume(-1) }
+        expectError(.invalidParameter, "volume NaN") { try player.setVolume(.nan) }
+        expectError(.invalidParameter, "a negative fade") { try player.setVolume(0.5, fadeDuration: -1) }
+        expectError(.invalidParameter, "pan 2") { try player.setPan(2) }
+        expectError(.invalidParameter, "numberOfLoops -2") { try player.setNumberOfLoops(-2) }
+        expectError(.invalidParameter, "currentTime -1") { try player.setCurrentTime(-1) }
+        expectError(.invalidParameter, "currentTime NaN") { try player.setCurrentTime(.nan) }
+        expectError(.invalidParameter, "frame -1") { try player.seek(toFrame: -1) }
+        expectError(.invalidParameter, "play at infinity") { try player.play(atTime: .infinity) }
+        #expect(player.rate == 1 && player.volume == 1 && player.pan == 0 && player.numberOfLoops == 0)
+        #expect(player.currentFrame == 0 && player.state == .stopped)
+    }
+
+    @Test(arguments: Backend.allCases)
+    func callsThatMeanNothingInAStateDoNothing(_ kind: Backend) throws {
+        let rig = try Rig(kind)
+        let (player, log) = try makePlayer(rig, identityBuffer(0..<9_600))
+        try player.pause()
+        try player.stop()
+        #expect(player.state == .stopped)
+        try player.prepareToPlay()
+        try player.prepareToPlay()
+        #expect(player.state == .prepared)
+        try player.play()
+        let first = try rig.render(2_400)
+        try player.play()
+        try player.prepareToPlay()
+        let rest = try rig.render(until: { player.state == .stopped }, limit: 48_000)
+        #expect(decodeIdentity(first + rest).compactMap { $0 } == Array(0..<9_600), "a second play neither restarts nor skips")
+        try player.pause()
+        #expect(player.state == .stopped)
+        #expect(log.events == ["finished(true)"])
+        // Past the end is clamped to the end: a playing player then finishes at once.
+        try player.setCurrentTime(1_000)
+        #expect(player.currentFrame == 9_600)
+    }
+
+    @Test(arguments: Backend.allCases)
+    func sourcesThatCannotPlayAreClearErrors(_ kind: Backend) throws {
+        let rig = try Rig(kind)
+        expectError(.emptyInput, "an empty buffer") { _ = try AudioPlayer(buffer: .empty(stereo48), backend: rig.backend) }
+        expectError(.fileNotFound, "a missing file") {
+            _ = try AudioPlayer(contentsOfFile: "/nonexistent/sound.mp3", backend: rig.backend)
+        }
+        expectError(.unsupportedFormat, "a text file") {
+            _ = try AudioPlayer(data: Data("not audio at all, just words".utf8), backend: rig.backend)
+        }
+    }
+}
+
+// MARK: - Helpers
+
+/// Collects a player's events, as short names, in the order the delegate receives them.
+final class PlayerEventLog: AudioPlayerDelegate, Sendable {
+    private let names = Locked<[String]>([])
+    let queue: DispatchQueue
+
+    init(queue: DispatchQueue) { self.queue = queue }
+
+    /// The events so far, once everything delivered before this call has arrived.
+    var events: [String] {
+        queue.sync {}
+        return names.withLock { $0 }
+    }
+
+    func audioPlayerDidFinishPlaying(_ player: AudioPlayer, successfully flag: Bool) {
+        names.withLock { $0.append("finished(\(flag))") }
+    }
+
+    func audioPlayerDecodeErrorDidOccur(_ player: AudioPlayer, error: AudioError) {
+        names.withLock { $0.append("decodeError(\(error.code))") }
+    }
+
+    func audioPlayerOutputDidEnd(_ player: AudioPlayer, error: AudioError) {
+        names.withLock { $0.append("outputLost(\(error.code))") }
+    }
+}
+
+/// A player on the rig's back-end, its events logged.
+func makePlayer(_ rig: Rig, _ buffer: PCMBuffer? = nil, url: URL? = nil) throws -> (AudioPlayer, PlayerEventLog) {
+    let queue = DispatchQueue(label: "test.player.events")
+    let player: AudioPlayer
+    if let buffer {
+        player = try AudioPlayer(buffer: buffer, backend: rig.backend, eventQueue: queue)
+    } else {
+        player = try AudioPlayer(contentsOf: url ?? URL(fileURLWithPath: "/"), backend: rig.backend, eventQueue: queue)
+    }
+    let log = PlayerEventLog(queue: queue)
+    player.delegate = log
+    return (player, log)
+}
+
+/// The path of a committed fixture.
+func fixture(_ name: String) -> String {
+    URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Fixtures").appendingPathComponent(name).path
+}
+
+/// A sequence of frame indexes as its runs, e.g. `0..<4800 5056..<20000`, for messages.
+func runs(_ indices: [Int]) -> String {
+    var parts: [String] = []
+    var start = indices.first, previous = indices.first
+    for index in indices.dropFirst() + [Int.min] {
+        if let p = previous, index == p + 1 {
+            previous = index
+            continue
+        }
+        if let s = start, let p = previous { parts.append(s == p ? "\(s)" : "\(s)..<\(p + 1)") }
+        start = index
+        previous = index
+    }
+    return parts.joined(separator: " ")
+}
