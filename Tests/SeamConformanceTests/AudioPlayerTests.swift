@@ -50,6 +50,88 @@ struct AudioPlayerTests {
         #expect(log.events == ["decodeError(truncated)", "finished(false)"])
     }
 
+    @Test(arguments: Backend.allCases)
+    func aGaplessMP3LoopsWithoutItsEncoderDelayOrPadding(_ kind: Backend) throws {
+        let path = fixture("mp3-44100-stereo.mp3")
+        let pass = try DecoderRegistry.shared.open(path: path).decodeAll()
+        #expect(pass.frameCount == 22_050, "the decoder trims LAME's delay and padding")
+        let rig = try Rig(kind, rate: 44_100)
+        let (player, log) = try makePlayer(rig, url: URL(fileURLWithPath: path))
+        try player.setNumberOfLoops(1)
+        try player.play()
+        let out = try rig.render(until: { player.state == .stopped }, limit: 4 * 44_100) + rig.render(1024)
+        let twice = pass.samples + pass.samples
+        #expect(snr(Array(out.prefix(twice.count)), twice) >= 80, "the seam is the file's end followed by its start")
+        #expect(out[twice.count...].allSatisfy { $0 == 0 }, "nothing after the second pass")
+        #expect(log.events == ["finished(true)"])
+    }
+
+    @Test
+    func bothBackEndsPlayAConvertedMonoFileToTheSameSamples() throws {
+        // 22.05 kHz mono into 48 kHz stereo: each back-end converts, and they agree.
+        let path = fixture("mp3-22050-mono-vbr.mp3")
+        var outputs: [[Float]] = []
+        for kind in Backend.allCases {
+            let rig = try Rig(kind)
+            let (player, log) = try makePlayer(rig, url: URL(fileURLWithPath: path))
+            try player.play()
+            let out = try rig.render(until: { player.state == .stopped }, limit: 4 * 48_000) + rig.render(4096)
+            #expect(log.events == ["finished(true)"], "\(kind)")
+            outputs.append(out)
+        }
+        let frames = Int((Double(11_025) * 48_000 / 22_050).rounded())
+        for out in outputs {
+            let last = ((0..<(out.count / 2)).last { abs(out[$0 * 2]) > 1e-3 } ?? 0) + 1
+            #expect(abs(last - frames) <= 48, "\(last) frames sound, \(frames) expected")
+            #expect(channel(out, 0) == channel(out, 1), "a mono source at pan 0 plays the same on both channels")
+        }
+        let n = min(outputs[0].count, outputs[1].count)
+        #expect(snr(Array(outputs[1].prefix(n)), Array(outputs[0].prefix(n))) >= 80,
+                "queue and OpenAL agree: \(snr(Array(outputs[1].prefix(n)), Array(outputs[0].prefix(n)))) dB")
+    }
+
+    @Test(arguments: Backend.allCases)
+    func encodedBytesInMemoryAndACachedFilePlayTheSameFrames(_ kind: Backend) throws {
+        let path = fixture("flac-44100-stereo-s16.flac")
+        let reference = try DecoderRegistry.shared.open(path: path).decodeAll()
+        let cache = try BufferCache(budgetBytes: 16 << 20)
+        let rig = try Rig(kind, rate: 44_100)
+        let queue = DispatchQueue(label: "test.player.events")
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+        let fromMemory = try AudioPlayer(data: bytes, typeHint: "flac", backend: rig.backend, eventQueue: queue)
+        let fromCache = try AudioPlayer(contentsOf: URL(fileURLWithPath: path), cache: cache, backend: rig.backend,
+                                        eventQueue: queue)
+        #expect(fromMemory.data == bytes && fromMemory.url == nil)
+        #expect(fromCache.url?.path == path && cache.stats.itemCount == 1)
+        for player in [fromMemory, fromCache] {
+            try player.setPan(player === fromMemory ? -1 : 1)
+            try player.play()
+        }
+        // Hard left and hard right: each channel pair carries one player.
+        let out = try rig.render(until: { !fromMemory.isPlaying && !fromCache.isPlaying }, limit: 4 * 44_100)
+        let left = Array(channel(out, 0).prefix(reference.frameCount))
+        let right = Array(channel(out, 1).prefix(reference.frameCount))
+        // A stereo source is balanced by PanLaw: hard left keeps its left channel alone.
+        #expect(snr(left, channel(reference.samples, 0)) >= 80, "the player from memory, on the left")
+        #expect(snr(right, channel(reference.samples, 1)) >= 80, "the player from the cache, on the right")
+    }
+
+    @Test(arguments: Backend.allCases)
+    func anEventStreamReceivesWhatTheDelegateReceives(_ kind: Backend) async throws {
+        let rig = try Rig(kind)
+        let (player, log) = try makePlayer(rig, identityBuffer(0..<2_000))
+        let stream = player.events
+        try player.play()
+        _ = try rig.render(until: { player.state == .stopped }, limit: 48_000)
+        var received: [String] = []
+        for await event in stream {
+            received.append("\(event)")
+            break
+        }
+        #expect(received == ["finished playing (successfully: true)"])
+        #expect(log.events == ["finished(true)"])
+    }
+
     // MARK: Transport
 
     @Test(arguments: Backend.allCases)
