@@ -61,7 +61,8 @@ let package = Package(
                     dependencies: ["SpoolOpenAL", "SpoolBufferQueue", "SpoolDecoding", "CAllocationCounter",
                                    "SoundServerTestSupport"]),
         .testTarget(name: "SpoolToolTests", dependencies: ["spool", "Spool"]),
-        .testTarget(name: "SeamConformanceTests", dependencies: ["SpoolBufferQueue", "SpoolOpenAL", "SpoolDecoding", "Spool"]),
+        .testTarget(name: "SeamConformanceTests",
+                    dependencies: ["SpoolBufferQueue", "SpoolOpenAL", "SpoolDecoding", "Spool", "SoundServerTestSupport"]),
 
         // MARK: - Test support
 
