@@ -25,6 +25,11 @@ enum BenchCommand {
                 against OpenAL Soft's mixer on its loopback device in the same run
           resample [--seconds S] [--json PATH]
                 each candidate resampler's quality (SNR, frequency error) and speed
+          player [--backends queue,openal] [--starts N] [--buffer-frames F] [--buffers P] [--rate X]
+                 [--seconds S] [--file PATH] [--json PATH]
+                AudioPlayer against a bare voice: play() → first frame on the null device
+                (p50/p99), CPU of plain, time-stretched and varispeed playback, and the
+                resident set while it plays a long file (default: a synthesised 8-minute WAV)
         """
 
     static func run(_ words: [String]) throws {
@@ -38,6 +43,7 @@ enum BenchCommand {
         case "latency": try LatencyBench.run(deviceRateSpelledRate(rest))
         case "latency-worker": try LatencyWorker.run(rest)
         case "resample": try ResampleBench.run(rest)
+        case "player": try PlayerBench.run(rest)
         case "--help", "-h": print(help)
         default: throw UsageError("unknown benchmark '\(name)'")
         }

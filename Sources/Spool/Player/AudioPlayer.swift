@@ -247,6 +247,12 @@ public final class AudioPlayer: Sendable {
     /// monotonic clock, as seconds). The corresponding Apple property is `deviceCurrentTime`.
     public var deviceCurrentTime: TimeInterval { Double(HostTime.now()) / 1e9 }
 
+    /// Seconds from a frame being taken into the output to its being heard: the device's and
+    /// the back-end's buffering (what `AVAudioSession.outputLatency` reports on iOS).
+    public var outputLatency: TimeInterval {
+        control.withLock { $0.voice?.outputLatency } ?? backend.outputLatency
+    }
+
     /// Where playback is, in seconds of the source within the current loop pass; see
     /// Position above. The corresponding Apple property is `currentTime`.
     public var currentTime: TimeInterval { format.seconds(forFrames: currentFrame) }
