@@ -49,6 +49,8 @@ let package = Package(
         // MARK: - Examples
 
         .executableTarget(name: "CompareLatency", dependencies: ["Spool"], path: "Examples/CompareLatency"),
+        .executableTarget(name: "PlayFile", dependencies: ["Spool"], path: "Examples/PlayFile"),
+        .executableTarget(name: "MemoryBuffer", dependencies: ["Spool"], path: "Examples/MemoryBuffer"),
 
         // MARK: - Tests
 
