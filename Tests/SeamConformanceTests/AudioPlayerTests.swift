@@ -216,6 +216,25 @@ struct AudioPlayerTests {
         #expect(decodeIdentity(out).compactMap { $0 } == Array(0..<4_800))
     }
 
+    @Test(arguments: Backend.allCases)
+    func aPlayerLetGoWhilePlayingFadesOutAndFreesItsVoice(_ kind: Backend) throws {
+        let rig = try Rig(kind)
+        var player: AudioPlayer? = try AudioPlayer(buffer: constant(0.5, frames: 48_000), backend: rig.backend)
+        weak let gone = player
+        try player?.play()
+        let before = try rig.render(2_400)
+        #expect(channel(before, 0).allSatisfy { abs($0 - 0.5) < 1e-4 })
+        player = nil
+        #expect(gone == nil, "nothing keeps a player its program let go of")
+        let after = channel(try rig.render(4_800), 0)
+        #expect(after.allSatisfy { $0 <= 0.5 + 1e-4 })
+        #expect(after[480...].allSatisfy { $0 == 0 }, "silent within 10 ms")
+        // Its voice went back to the back-end: a new one plays on the same rig.
+        let next = try AudioPlayer(buffer: constant(0.25, frames: 4_800), backend: rig.backend)
+        try next.play()
+        #expect(channel(try rig.render(1_000), 0).allSatisfy { abs($0 - 0.25) < 1e-4 })
+    }
+
     // MARK: Loops
 
     @Test(arguments: Backend.allCases)
