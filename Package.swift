@@ -34,6 +34,12 @@ let package = Package(
         .systemLibrary(
             name: "COpusFile", path: "Sources/COpusFile", pkgConfig: "opusfile",
             providers: [.apt(["libopusfile-dev"])]),
+        // The tool's acoustic check records the sound server's monitor through it. No
+        // `pkgConfig:` here: libpulse's .pc files add `-pthread -D_REENTRANT`, which SwiftPM
+        // refuses with a warning; its headers are in /usr/include and the module map links it.
+        .systemLibrary(
+            name: "CPulseSimple", path: "Sources/CPulseSimple",
+            providers: [.apt(["libpulse-dev"])]),
 
         // MARK: - Targets
 
@@ -44,7 +50,7 @@ let package = Package(
         .target(name: "SpoolBufferQueue", dependencies: ["SpoolCore", "SpoolResampling", "CALSA"]),
         .target(name: "SpoolOpenAL", dependencies: ["SpoolCore", "SpoolResampling", "COpenAL"]),
         .target(name: "Spool", dependencies: ["SpoolCore", "SpoolDecoding", "SpoolBufferQueue", "SpoolOpenAL"]),
-        .executableTarget(name: "spool", dependencies: ["Spool"]),
+        .executableTarget(name: "spool", dependencies: ["Spool", "CPulseSimple"]),
 
         // MARK: - Examples
 

@@ -11,6 +11,7 @@ packages=(
     libasound2-dev libsoxr-dev libsamplerate0-dev  # ALSA output and resamplers (buffer-queue back-end)
     libopenal-dev                                  # OpenAL Soft (OpenAL back-end)
     pulseaudio pulseaudio-utils libasound2-plugins # sound server with a null sink, parec, ALSA `default` → server
+    libpulse-dev                                   # the acoustic check's in-process monitor recorder
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -5,9 +5,20 @@ import Spool
 /// sound server; its monitor, recorded from ~2 s before, shows how far apart they really
 /// sounded, which is checked against the offset the back-ends' own reports predict.
 enum AcousticCheck {
+    /// One back-end's click: started at once, heard when the monitor recorded it.
+    struct Absolute: Encodable {
+        let backend: String
+        /// Start call → first frame heard, from the recording mapped to host time (observed).
+        let observedMs: Double
+        /// The same interval as the back-end reports it.
+        let reportedMs: Double
+        let differenceMs: Double
+    }
+
     struct Result: Encodable {
         let queueDevice: String
         let openALDevice: String
+        let absolute: [Absolute]
         let measuredOffsetMs: Double
         let predictedOffsetMs: Double
         let differenceMs: Double
@@ -15,25 +26,20 @@ enum AcousticCheck {
         let agrees: Bool
     }
 
-    static func run(rate: Double) throws -> Result {
+    /// Runs the check at the device configuration asked.
+    static func run(rate: Double, periodFrames: Int = 512, periods: Int = 3) throws -> Result {
         guard serverAnswers() else {
             throw AudioError(.deviceUnavailable, "the acoustic check needs a PulseAudio or PipeWire server (pactl info failed)")
         }
-        let recording = FileManager.default.temporaryDirectory.appendingPathComponent("spool-acoustic-\(getpid()).f32")
-        let recorder = Process()
-        recorder.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        recorder.arguments = ["parec", "-d", "@DEFAULT_MONITOR@", "--format=float32le", "--rate=48000", "--channels=2",
-                              "--raw", "--latency-msec=10", recording.path]
-        try recorder.run()
-        defer { try? FileManager.default.removeItem(at: recording) }
+        let recorder = try MonitorClock()
 
-        // Queue: the engine on ALSA `default`; OpenAL: its default device, at OpenAL Soft's settings.
-        let queueConfiguration = OutputConfiguration(sampleRate: rate, channelCount: 2, periodFrames: 512, periodCount: 3)
-        let alsa = try ALSADevice(name: "default", configuration: queueConfiguration)
+        // Queue: the engine on ALSA `default`; OpenAL: its default device, both at F × P asked.
+        let configuration = OutputConfiguration(sampleRate: rate, channelCount: 2, periodFrames: periodFrames,
+                                                periodCount: periods)
+        let alsa = try ALSADevice(name: "default", configuration: configuration)
         let engine = QueueEngine(device: alsa)
         try engine.start()
-        // OpenAL Soft at the same device buffer, on the sound server (not its null driver).
-        let openAL = try OpenALBackend(.systemDefault, configuration: queueConfiguration)
+        let openAL = try OpenALBackend(.systemDefault, configuration: configuration)
         let format = try AudioFormat(sampleRate: rate, channelCount: 2)
         let alFormat = try AudioFormat(sampleRate: openAL.device.format.sampleRate, channelCount: 2)
 
@@ -56,6 +62,22 @@ enum AcousticCheck {
         // The clicks: 10 ms of full-scale 2 kHz, left channel from the queue, right from OpenAL.
         let queueClick = try PCMBuffer(format: format, samples: click(rate: rate, channel: 0))
         let alClick = try PCMBuffer(format: alFormat, samples: click(rate: alFormat.sampleRate, channel: 1))
+
+        // 1. Each back-end alone, started at once: the absolute start latency.
+        let queueAlone = try BufferQueue(format: format, engine: engine) { _, _ in }
+        try queueAlone.enqueue(queueClick)
+        let queueCall = HostTime.now()
+        try queueAlone.start()
+        Thread.sleep(forTimeInterval: 0.6)
+        let queueReported = queueAlone.firstFrameHostTime.map { Double(Int64(bitPattern: $0 &- queueCall)) / 1e6 }
+        let alAlone = try openAL.makeVoice(format: alFormat, priority: 1)
+        try alAlone.enqueue(alClick)
+        let alCall = HostTime.now()
+        try alAlone.start()
+        let alReported = openALHeard(alAlone, since: alCall, rate: alFormat.sampleRate).map { $0 / 1e6 }
+        Thread.sleep(forTimeInterval: 0.6)
+
+        // 2. Both at one host time: how far apart they really sounded.
         let queueVoice = try BufferQueue(format: format, engine: engine) { _, _ in }
         try queueVoice.enqueue(queueClick)
         let alVoice = try openAL.makeVoice(format: alFormat, priority: 1)
@@ -63,45 +85,57 @@ enum AcousticCheck {
         let target = HostTime.now() + HostTime.nanoseconds(0.5)
         try queueVoice.start(atHostTime: target)
         try alVoice.start(atHostTime: target)
-        // What each back-end reports: when its click's first frame leaves the device.
-        var alHeard: Double?  // ns after `target`
-        let deadline = HostTime.now() + HostTime.nanoseconds(3)
-        while alHeard == nil && HostTime.now() < deadline {
-            let played = alVoice.framesPlayed
-            if played > 0 {
-                // Nanoseconds after the target at which OpenAL says frame 0 was heard.
-                let sinceTarget = Double(Int64(bitPattern: HostTime.now() &- target))
-                alHeard = sinceTarget + (alVoice.outputLatency - Double(played) / alFormat.sampleRate) * 1e9
-            }
-            usleep(100)
-        }
+        let alHeard = openALHeard(alVoice, since: target, rate: alFormat.sampleRate)
         Thread.sleep(forTimeInterval: 1.5)
-        recorder.terminate()
-        kill(recorder.processIdentifier, SIGKILL)
-        recorder.waitUntilExit()
+        let (samples, origin) = try recorder.stop()
         let queueHeard = queueVoice.firstFrameHostTime.map { Double(Int64(bitPattern: $0 &- target)) }
-        queueVoice.dispose()
-        queueBed.dispose()
-        alVoice.dispose()
-        alBed.dispose()
+        for voice in [queueAlone, queueVoice, queueBed] { voice.dispose() }
+        for voice in [alAlone, alVoice, alBed] { voice.dispose() }
         engine.stop()
         openAL.device.close()
 
-        guard let queueHeard, let alHeard else {
+        guard let queueHeard, let alHeard, let queueReported, let alReported else {
             throw AudioError(.deviceUnavailable, "a back-end never reported its click as started")
         }
-        let samples = try Data(contentsOf: recording).withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
-        guard let left = onset(samples, channel: 0), let right = onset(samples, channel: 1) else {
-            throw AudioError(.corruptData, "the recording of the sound server's monitor holds no click (\(samples.count / 2) frames)")
+        /// The host time (ns) of the first click on `channel` heard after `from`.
+        func heard(channel: Int, after from: UInt64) throws -> Double {
+            let first = max(0, Int((Double(from) - origin) / 1e9 * 48_000))
+            guard let frame = onset(samples, channel: channel, from: first) else {
+                throw AudioError(.corruptData, "the recording of the sound server's monitor holds no click on channel \(channel) "
+                                 + "after frame \(first) (\(samples.count / 2) frames)")
+            }
+            return origin + Double(frame) / 48_000 * 1e9
         }
-        let measured = Double(right - left) / 48_000 * 1000
+        let queueObserved = (try heard(channel: 0, after: queueCall) - Double(queueCall)) / 1e6
+        let alObserved = (try heard(channel: 1, after: alCall) - Double(alCall)) / 1e6
+        let measured = (try heard(channel: 1, after: target) - heard(channel: 0, after: target)) / 1e6
         let predicted = (alHeard - queueHeard) / 1e6
         let period = max(Double(alsa.periodFrames) / rate, Double(openAL.device.updateFrames) / alFormat.sampleRate) * 1000
         let tolerance = period + 2
+        let absolute = [
+            Absolute(backend: "queue", observedMs: queueObserved, reportedMs: queueReported, differenceMs: queueObserved - queueReported),
+            Absolute(backend: "openal", observedMs: alObserved, reportedMs: alReported, differenceMs: alObserved - alReported),
+        ]
+        let agrees = abs(measured - predicted) <= tolerance && absolute.allSatisfy { abs($0.differenceMs) <= tolerance }
         return Result(queueDevice: "\(alsa.name) \(alsa.periodFrames)×\(alsa.periodCount)",
                       openALDevice: "openal:\(openAL.device.name) \(openAL.device.updateFrames)\(openAL.device.periodCount.map { "×\($0)" } ?? "-frame updates")",
-                      measuredOffsetMs: measured, predictedOffsetMs: predicted,
-                      differenceMs: measured - predicted, toleranceMs: tolerance, agrees: abs(measured - predicted) <= tolerance)
+                      absolute: absolute, measuredOffsetMs: measured, predictedOffsetMs: predicted,
+                      differenceMs: measured - predicted, toleranceMs: tolerance, agrees: agrees)
+    }
+
+    /// Nanoseconds after `since` at which OpenAL says the voice's frame 0 was heard, from its
+    /// source latency once frames have played; nil if none played within 3 s.
+    static func openALHeard(_ voice: OpenALStreamingSource, since: UInt64, rate: Double) -> Double? {
+        let deadline = HostTime.now() + HostTime.nanoseconds(3)
+        while HostTime.now() < deadline {
+            let played = voice.framesPlayed
+            if played > 0 {
+                let elapsed = Double(Int64(bitPattern: HostTime.now() &- since))
+                return elapsed + (voice.outputLatency - Double(played) / rate) * 1e9
+            }
+            usleep(100)
+        }
+        return nil
     }
 
     static func click(rate: Double, channel: Int) -> [Float] {
@@ -111,9 +145,9 @@ enum AcousticCheck {
         return samples
     }
 
-    /// First frame whose sample on `channel` rises above a quarter of full scale.
-    static func onset(_ samples: [Float], channel: Int) -> Int? {
-        stride(from: channel, to: samples.count, by: 2).first { abs(samples[$0]) > 0.25 }.map { $0 / 2 }
+    /// First frame from `from` whose sample on `channel` rises above a quarter of full scale.
+    static func onset(_ samples: [Float], channel: Int, from: Int = 0) -> Int? {
+        stride(from: from * 2 + channel, to: samples.count, by: 2).first { abs(samples[$0]) > 0.25 }.map { $0 / 2 }
     }
 
     static func serverAnswers() -> Bool {
@@ -129,12 +163,18 @@ enum AcousticCheck {
 
     static func report(_ r: Result) -> String {
         let verdict = r.agrees ? "agree" : "DISAGREE: the back-ends' latency reports do not match what was heard"
+        let absolute = r.absolute.map {
+            String(format: "  %@ started at once: heard after %.2f ms (observed), reported %.2f ms, difference %.2f ms",
+                   $0.backend, $0.observedMs, $0.reportedMs, $0.differenceMs)
+        }.joined(separator: "\n")
         return String(format: """
-            acoustic check (sound server monitor, queue click left, OpenAL click right):
+            acoustic check (sound server monitor mapped to host time, queue click left, OpenAL click right):
               queue on %@, OpenAL on %@
-              measured OpenAL − queue offset  %.2f ms
-              predicted by their own reports  %.2f ms
-              difference                      %.2f ms (tolerance one period + 2 ms = %.2f ms): %@
-            """, r.queueDevice, r.openALDevice, r.measuredOffsetMs, r.predictedOffsetMs, r.differenceMs, r.toleranceMs, verdict)
+            %@
+              both at one host time: OpenAL − queue offset measured %.2f ms, predicted by their reports %.2f ms,
+              difference %.2f ms
+              tolerance one period + 2 ms = %.2f ms: %@
+            """, r.queueDevice, r.openALDevice, absolute, r.measuredOffsetMs, r.predictedOffsetMs, r.differenceMs,
+            r.toleranceMs, verdict)
     }
 }

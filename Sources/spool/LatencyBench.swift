@@ -18,9 +18,11 @@ enum LatencyBench {
           refill           buffer consumed → refill callback (queue) or unqueue (OpenAL): p50, p99
           underruns        during S seconds of steady playback (--load keeps the other cores busy)
         and the floor: new audio starts between (P−1)·F and P·F frames later.
-        Reference rows show each back-end at its usual defaults. --acoustic starts a click on both
-        back-ends at one host time, records the sound server's monitor, and checks the measured
-        offset against what the back-ends report (exit 1 when they disagree).
+        Reference rows show each back-end at its usual defaults. --acoustic, at the first F × P
+        given, records the sound server's monitor with its own timing (so each recorded frame has
+        the host time it was heard), starts a click on each back-end alone and then on both at one
+        host time, and checks each start latency heard against the one its back-end reports, and
+        the offset between them (exit 1 when any disagrees by more than one period + 2 ms).
         """
 
     static func run(_ words: [String]) throws {
@@ -71,7 +73,7 @@ enum LatencyBench {
         if let json = args.string("json") { try BenchCommand.writeJSON(rows, to: json) }
         if let chart = args.string("chart") { try LatencyChart.write(rows, to: chart) }
         if args.has("acoustic") {
-            let result = try AcousticCheck.run(rate: rate)
+            let result = try AcousticCheck.run(rate: rate, periodFrames: frames[0], periods: periods[0])
             print(AcousticCheck.report(result))
             if let json = args.string("json") {
                 try BenchCommand.writeJSON(Report(rows: rows, acoustic: result), to: json)
