@@ -235,6 +235,30 @@ struct AudioPlayerTests {
         #expect(channel(try rig.render(1_000), 0).allSatisfy { abs($0 - 0.25) < 1e-4 })
     }
 
+    @Test
+    func aVoiceTakenAwayEndsThePlayUnsuccessfullyAndTheNextPlayGetsANewOne() throws {
+        // OpenAL with one source: a voice of higher priority takes the player's.
+        let device = try OpenALDevice(.loopback(OutputConfiguration(sampleRate: 48_000, channelCount: 2,
+                                                                    periodFrames: 256, periodCount: 2)), sourceLimit: 1)
+        let backend = OpenALBackend(device: device)
+        let queue = DispatchQueue(label: "test.player.events")
+        let player = try AudioPlayer(buffer: constant(0.5, frames: 48_000), backend: backend, eventQueue: queue)
+        let log = PlayerEventLog(queue: queue)
+        player.delegate = log
+        try player.play()
+        _ = try device.render(frames: 1_024)
+        let thief = try backend.makeVoice(format: stereo48, priority: 10)
+        _ = try device.render(frames: 1_024)
+        let events = log.events
+        #expect(events.count == 2 && events.first?.hasPrefix("outputLost(") == true && events.last == "finished(false)",
+                "\(events)")
+        #expect(player.state == .stopped)
+        thief.dispose()
+        try player.play()
+        #expect(channel(try device.render(frames: 1_024).samples, 0).allSatisfy { abs($0 - 0.5) < 1e-4 },
+                "a new voice plays from the start")
+    }
+
     // MARK: Loops
 
     @Test(arguments: Backend.allCases)

@@ -113,6 +113,8 @@ public final class AudioPlayer: Sendable {
     private struct Ending: Sendable {
         var run = 0
         var ended = false
+        /// The back-end took the voice away: the next run needs a new one.
+        var voiceLost = false
     }
 
     // MARK: Making a player
@@ -543,7 +545,12 @@ public final class AudioPlayer: Sendable {
     /// player stopped at the start.
     private func reconcile(_ c: inout Control) {
         let run = c.run
-        guard ending.withLock({ $0.run == run && $0.ended }) else { return }
+        guard let lost = ending.withLock({ $0.run == run && $0.ended ? $0.voiceLost : nil }) else { return }
+        if lost {
+            c.voice?.dispose()
+            c.voice = nil
+            c.feeder = nil
+        }
         c.state = .stopped
         c.startFrame = 0
         c.heldFrame = nil
@@ -637,6 +644,7 @@ public final class AudioPlayer: Sendable {
         let current = ending.withLock { e -> Bool in
             guard e.run == run, !e.ended else { return false }
             e.ended = true
+            if case .stopped(.ended) = outcome { e.voiceLost = true }
             return true
         }
         if current { deliver(events) }
