@@ -179,8 +179,9 @@ public final class AudioPlayer: Sendable {
                       eventQueue: eventQueue)
     }
 
-    private init(source: sending any AudioDecoder, url: URL?, data: Data?, backend: (any PlaybackBackend)?,
-                 eventQueue: DispatchQueue?) throws {
+    /// Makes a player for any decoder (a playlist's stream).
+    init(source: sending any AudioDecoder, url: URL?, data: Data?, backend: (any PlaybackBackend)?,
+         eventQueue: DispatchQueue?) throws {
         let backend = try backend ?? Self.defaultBackend()
         format = source.format
         info = source.info

@@ -1,0 +1,327 @@
+import Dispatch
+import Foundation
+import SpoolCore
+
+/// What a `Playlist` tells its event streams.
+public enum PlaylistEvent: Sendable, CustomStringConvertible {
+    /// The item at `index` (in `items`) has been queued to the output after the one before it:
+    /// it is heard within the output's buffering (about 0.3 s) of this event.
+    case currentItemChanged(index: Int)
+    /// An item could not be opened and was skipped.
+    case itemFailed(index: Int, error: AudioError)
+    /// The last item played to its end (with repeat off).
+    case finished
+
+    public var description: String {
+        switch self {
+        case .currentItemChanged(let index): "current item \(index)"
+        case .itemFailed(let index, let error): "item \(index) failed: \(error.message)"
+        case .finished: "finished"
+        }
+    }
+}
+
+/// Items played one after another without a gap: the AVQueuePlayer model, on `AudioPlayer`.
+///
+/// Every item is converted as it plays to the output's rate and channel layout, and the next
+/// item is opened and decoding ahead while the current one plays, so the last frame of one is
+/// followed by the first of the next with nothing between, whatever their formats. Next,
+/// previous and jump restart the stream at the chosen item (with the player's 5 ms fade).
+///
+/// The stream is fed to the output about 12 000 frames (0.25 s at 48 kHz) ahead of what is
+/// heard, and the item after the current one is chosen when the feed reaches its end: a change
+/// to the order, the repeat mode or the items applies from the next item the feed has not
+/// reached yet.
+///
+/// The corresponding Apple class is `AVQueuePlayer` (`advanceToNextItem()`, `insert(_:after:)`,
+/// `remove(_:)`, `items()`); previous, jump, repeat and shuffle are what music players add.
+public final class Playlist: Sendable {
+    /// What follows the last item.
+    public enum RepeatMode: Sendable, Equatable {
+        /// Stop after the last item.
+        case off
+        /// Play the current item again and again.
+        case one
+        /// Go back to the first item.
+        case all
+    }
+
+    /// The player the items play through (volume, pan, meters, state).
+    public let player: AudioPlayer
+    private let source: PlaylistSource
+    private let listeners = Locked<[Int: AsyncStream<PlaylistEvent>.Continuation]>([:])
+    private let reported = Locked(Reported())
+    private let monitor: PlaylistMonitor
+
+    private struct Reported: Sendable {
+        var changes = 0
+        var nextStream = 0
+    }
+
+    /// Makes a playlist.
+    /// - Parameters:
+    ///   - items: The items, in order; at least one.
+    ///   - backend: Where to play; `nil` for `AudioPlayer.defaultBackend()`.
+    ///   - eventQueue: Where events are delivered; `nil` for a serial queue of its own.
+    /// - Throws: `.emptyInput` for no items; the first item's error when none opens.
+    public init(items: [PlaylistItem], backend: (any PlaybackBackend)? = nil, eventQueue: DispatchQueue? = nil) throws {
+        guard !items.isEmpty else { throw AudioError(.emptyInput, "a playlist needs at least one item") }
+        let backend = try backend ?? AudioPlayer.defaultBackend()
+        var plan = PlaylistPlan()
+        for item in items {
+            plan.items[plan.nextID] = item
+            plan.insertion.append(plan.nextID)
+            plan.nextID += 1
+        }
+        plan.order = plan.insertion
+        plan.selected = plan.order.first
+        let source = PlaylistSource(format: backend.outputFormat, plan: plan)
+        try source.seek(toFrame: 0)
+        guard source.frameCount > 0 || source.plan.withLock({ $0.failures.count < items.count }) else {
+            throw source.plan.withLock { $0.failures.first?.error } ?? AudioError(.emptyInput, "no item of the playlist opens")
+        }
+        self.source = source
+        let queue = eventQueue ?? DispatchQueue(label: "spool.playlist.events")
+        player = try AudioPlayer(source: source, url: nil, data: nil, backend: backend, eventQueue: queue)
+        monitor = PlaylistMonitor()
+        player.delegate = monitor
+        monitor.playlist = self
+        source.onChange { [weak self] in self?.report(finished: false) }
+    }
+
+    // MARK: Transport
+
+    /// Plays, or resumes. The corresponding Apple call is `play()`.
+    /// - Throws: As `AudioPlayer.play()`.
+    public func play() throws { try player.play() }
+
+    /// Pauses. The corresponding Apple call is `pause()`.
+    /// - Throws: As `AudioPlayer.pause()`.
+    public func pause() throws { try player.pause() }
+
+    /// Stops; `play()` goes on from the same place.
+    /// - Throws: As `AudioPlayer.stop()`.
+    public func stop() throws { try player.stop() }
+
+    /// Moves to the next item in play order (with repeat all, from the last to the first);
+    /// after the last, stops. The corresponding Apple call is `advanceToNextItem()`.
+    /// - Throws: The player's or the item's error.
+    public func advanceToNextItem() throws {
+        let now = heard()
+        let next = source.plan.withLock { p -> Int? in
+            guard let current = currentID(p, now) else { return p.order.first }
+            let index = p.order.firstIndex(of: current) ?? 0
+            if index + 1 < p.order.count { return p.order[index + 1] }
+            return p.repeatMode == .all ? p.order.first : nil
+        }
+        guard let next else {
+            try player.stop()
+            return
+        }
+        try start(next)
+    }
+
+    /// Moves to the item before the current one in play order (the first stays the first,
+    /// from its start, unless repeating all).
+    /// - Throws: The player's or the item's error.
+    public func previous() throws {
+        let now = heard()
+        guard let id = source.plan.withLock({ p in currentID(p, now).flatMap { p.previous(before: $0) } ?? p.order.first }) else {
+            return
+        }
+        try start(id)
+    }
+
+    /// Moves to the item at `index` of `items`.
+    /// - Throws: `.outOfRange` for an index outside `items`; the player's or the item's error.
+    public func jump(to index: Int) throws {
+        let id = try source.plan.withLock { p -> Int in
+            guard p.insertion.indices.contains(index) else {
+                throw AudioError(.outOfRange, "item \(index) is outside the playlist's 0..<\(p.insertion.count)")
+            }
+            return p.insertion[index]
+        }
+        try start(id)
+    }
+
+    /// Restarts the stream at item `id`: a playing player plays on there, a paused or stopped
+    /// one starts there.
+    private func start(_ id: Int) throws {
+        source.plan.withLock { $0.selected = id }
+        try player.seek(toFrame: 0)
+    }
+
+    // MARK: Items
+
+    /// The items, in the order they were added.
+    public var items: [PlaylistItem] {
+        source.plan.withLock { p in p.insertion.compactMap { p.items[$0] } }
+    }
+
+    /// The index in `items` of the item being heard (nil once the list has finished).
+    public var currentIndex: Int? {
+        let now = heard()
+        return source.plan.withLock { p in currentID(p, now).flatMap { p.insertion.firstIndex(of: $0) } }
+    }
+
+    /// The item being heard.
+    public var currentItem: PlaylistItem? { currentIndex.map { items[$0] } }
+
+    /// Seconds into the item being heard.
+    public var currentTime: TimeInterval {
+        let frame = player.currentFrame
+        let start = source.plan.withLock { $0.item(atStreamFrame: frame)?.start ?? 0 }
+        return player.format.seconds(forFrames: max(0, frame - start))
+    }
+
+    /// Adds an item at `index` of `items` (also in play order, after the item before it).
+    /// - Throws: `.outOfRange` for an index outside `0...items.count`.
+    public func insert(_ item: PlaylistItem, at index: Int) throws {
+        try source.plan.withLock { p in
+            guard (0...p.insertion.count).contains(index) else {
+                throw AudioError(.outOfRange, "cannot insert at \(index) in a playlist of \(p.insertion.count)")
+            }
+            let id = p.nextID
+            p.nextID += 1
+            p.items[id] = item
+            let after = index > 0 ? p.insertion[index - 1] : nil
+            p.insertion.insert(id, at: index)
+            let position = after.flatMap { p.order.firstIndex(of: $0) }.map { $0 + 1 } ?? 0
+            p.order.insert(id, at: position)
+        }
+    }
+
+    /// Adds an item at the end.
+    public func append(_ item: PlaylistItem) {
+        try? insert(item, at: source.plan.withLock { $0.insertion.count })
+    }
+
+    /// Removes the item at `index` of `items`. Removing the item being heard moves to the
+    /// next one first, as AVQueuePlayer does.
+    /// - Throws: `.outOfRange` for an index outside `items`; `.invalidState` for the last item.
+    public func remove(at index: Int) throws {
+        let now = heard()
+        let (id, isCurrent) = try source.plan.withLock { p -> (Int, Bool) in
+            guard p.insertion.indices.contains(index) else {
+                throw AudioError(.outOfRange, "item \(index) is outside the playlist's 0..<\(p.insertion.count)")
+            }
+            guard p.insertion.count > 1 else { throw AudioError(.invalidState, "a playlist keeps at least one item") }
+            let id = p.insertion[index]
+            return (id, currentID(p, now) == id)
+        }
+        if isCurrent { try advanceToNextItem() }
+        source.plan.withLock { p in
+            p.items[id] = nil
+            p.insertion.removeAll { $0 == id }
+            p.order.removeAll { $0 == id }
+            if p.selected == id { p.selected = p.order.first }
+        }
+    }
+
+    // MARK: Order
+
+    /// What follows the last item.
+    public var repeatMode: RepeatMode { source.plan.withLock { $0.repeatMode } }
+
+    /// Sets what follows the last item; it applies from the current item on.
+    public func setRepeatMode(_ mode: RepeatMode) { source.plan.withLock { $0.repeatMode = mode } }
+
+    /// Whether play order is shuffled.
+    public var isShuffled: Bool { source.plan.withLock { $0.order != $0.insertion } }
+
+    /// Shuffles play order (the item being heard stays current, the rest follow it in a random
+    /// order from `seed`), or puts it back in the order of `items`.
+    /// - Parameters:
+    ///   - shuffled: On or off.
+    ///   - seed: The same seed gives the same order.
+    public func setShuffle(_ shuffled: Bool, seed: UInt64 = UInt64.random(in: 0...UInt64.max)) {
+        let now = heard()
+        source.plan.withLock { p in
+            guard shuffled else {
+                p.order = p.insertion
+                return
+            }
+            var generator = SeededGenerator(seed: seed)
+            let current = currentID(p, now)
+            var rest = p.insertion.filter { $0 != current }
+            rest.shuffle(using: &generator)
+            p.order = (current.map { [$0] } ?? []) + rest
+        }
+    }
+
+    /// The items in play order, as indices of `items`.
+    public var playOrder: [Int] {
+        source.plan.withLock { p in p.order.compactMap { p.insertion.firstIndex(of: $0) } }
+    }
+
+    // MARK: Events
+
+    /// A new stream of this playlist's events, from now on.
+    public var events: AsyncStream<PlaylistEvent> {
+        let (stream, continuation) = AsyncStream<PlaylistEvent>.makeStream(bufferingPolicy: .bufferingNewest(64))
+        let id = reported.withLock { r -> Int in
+            r.nextStream += 1
+            return r.nextStream
+        }
+        listeners.withLock { $0[id] = continuation }
+        continuation.onTermination = { [weak self] _ in _ = self?.listeners.withLock { $0.removeValue(forKey: id) } }
+        return stream
+    }
+
+    /// Sends what happened since the last call: items queued, items skipped, the end.
+    func report(finished: Bool) {
+        let events = source.plan.withLock { p -> [PlaylistEvent] in
+            reported.withLock { r in
+                var events: [PlaylistEvent] = p.changes.dropFirst(r.changes).compactMap { change in
+                    switch change {
+                    case .started(let id): p.insertion.firstIndex(of: id).map { .currentItemChanged(index: $0) }
+                    case .failed(let id, let error): .itemFailed(index: p.insertion.firstIndex(of: id) ?? -1, error: error)
+                    }
+                }
+                r.changes = p.changes.count
+                if finished { events.append(.finished) }
+                return events
+            }
+        }
+        let continuations = listeners.withLock { Array($0.values) }
+        player.eventQueue.async {
+            for event in events { for continuation in continuations { continuation.yield(event) } }
+        }
+    }
+
+    /// Where the player is, read before the plan's lock is taken (the player's feeder takes
+    /// the plan's lock inside the player's: never the other way round).
+    private func heard() -> (stopped: Bool, frame: Int) {
+        let stopped = player.state == .stopped
+        return (stopped, stopped ? 0 : player.currentFrame)
+    }
+
+    /// The item being heard, in the plan.
+    private func currentID(_ p: PlaylistPlan, _ heard: (stopped: Bool, frame: Int)) -> Int? {
+        if heard.stopped { return p.selected }
+        return p.item(atStreamFrame: heard.frame)?.id ?? p.selected
+    }
+}
+
+/// Hears the playlist's player finish.
+private final class PlaylistMonitor: AudioPlayerDelegate, @unchecked Sendable {
+    // Sendable: `playlist` is set once, before the player can call.
+    weak var playlist: Playlist?
+
+    func audioPlayerDidFinishPlaying(_ player: AudioPlayer, successfully flag: Bool) {
+        playlist?.report(finished: true)
+    }
+}
+
+/// SplitMix64: a small seedable random source for shuffles.
+struct SeededGenerator: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

@@ -1,0 +1,147 @@
+import Dispatch
+import Foundation
+import Spool
+import Testing
+
+/// `Playlist` on both back-ends, rendered offline: joins compared with the items' own frames.
+@Suite("Playlist on both back-ends")
+struct PlaylistTests {
+    /// Item `k` (0…3) of up to 30 000 frames: identity frames numbered from 40 000 × k (all
+    /// below 2^17, so every sample stays within full scale).
+    static func item(_ k: Int, frames: Int = 3_000) throws -> PlaylistItem {
+        .buffer(try identityBuffer((k * 40_000)..<(k * 40_000 + frames)))
+    }
+
+    /// Which items were heard, in order, from the identity numbers of the rendered frames.
+    static func heard(_ out: [Float]) -> [Int] {
+        var items: [Int] = []
+        for index in decodeIdentity(out).compactMap({ $0 }) where items.last != index / 40_000 {
+            items.append(index / 40_000)
+        }
+        return items
+    }
+
+    @Test(arguments: Backend.allCases)
+    func twoItemsOfOneFormatJoinSampleForSample(_ kind: Backend) throws {
+        let rig = try Rig(kind)
+        let playlist = try Playlist(items: [Self.item(0, frames: 5_000), Self.item(1, frames: 4_000)], backend: rig.backend)
+        try playlist.play()
+        let out = try rig.render(until: { playlist.player.state == .stopped }, limit: 48_000) + rig.render(512)
+        #expect(runs(decodeIdentity(out).compactMap { $0 }) == "0..<5000 40000..<44000", "nothing between the two")
+        let firstSilent = decodeIdentity(out).firstIndex { $0 == nil } ?? 0
+        #expect(firstSilent == 9_000, "the second item's first frame follows the first's last at once")
+    }
+
+    @Test(arguments: Backend.allCases)
+    func itemsOfDifferentFormatsJoinConvertedWithoutAGap(_ kind: Backend) throws {
+        // 48 kHz stereo, then 44.1 kHz mono: the second is converted to the output as it plays.
+        let rig = try Rig(kind)
+        let first = try sine(600, frames: 4_800, format: stereo48, amplitude: 0.4)
+        let mono = try AudioFormat(sampleRate: 44_100, channelCount: 1)
+        let second = try sine(900, frames: 8_820, format: mono, amplitude: 0.4)
+        let playlist = try Playlist(items: [.buffer(first), .buffer(second)], backend: rig.backend)
+        try playlist.play()
+        let out = try rig.render(until: { playlist.player.state == .stopped }, limit: 48_000)
+        let expected = first.samples + (try second.converted(to: stereo48)).samples
+        #expect(expected.count / 2 == 4_800 + 9_600)
+        let played = Array(out.prefix(expected.count))
+        #expect(snr(played, expected) >= 80, "\(snr(played, expected)) dB against the two items joined, converted")
+        #expect(out[expected.count...].allSatisfy { $0 == 0 })
+    }
+
+    @Test(arguments: Backend.allCases)
+    func twoFilesJoinAsTheirDecodersDecodeThem(_ kind: Backend) async throws {
+        let rig = try Rig(kind, rate: 44_100)
+        let paths = [fixture("wav-44100-stereo-s16.wav"), fixture("flac-44100-stereo-s16.flac")]
+        let expected = try paths.flatMap { try DecoderRegistry.shared.open(path: $0).decodeAll().samples }
+        let playlist = try Playlist(items: paths.map { .file(URL(fileURLWithPath: $0)) }, backend: rig.backend)
+        let events = playlist.events
+        try playlist.play()
+        let out = try rig.render(until: { playlist.player.state == .stopped }, limit: 4 * 44_100) + rig.render(512)
+        #expect(snr(Array(out.prefix(expected.count)), expected) >= 80)
+        #expect(out[expected.count...].allSatisfy { $0 == 0 })
+        var names: [String] = []
+        for await event in events {
+            names.append("\(event)")
+            if case .finished = event { break }
+        }
+        #expect(names == ["current item 0", "current item 1", "finished"])
+    }
+
+    @Test(arguments: Backend.allCases)
+    func nextPreviousAndJumpMoveToTheirItems(_ kind: Backend) throws {
+        let rig = try Rig(kind)
+        let playlist = try Playlist(items: (0..<4).map { try Self.item($0, frames: 10_000) }, backend: rig.backend)
+        try playlist.play()
+        var out = try rig.render(2_048)
+        #expect(playlist.currentIndex == 0)
+        try playlist.advanceToNextItem()
+        out += try rig.render(2_048)
+        #expect(playlist.currentIndex == 1)
+        try playlist.jump(to: 3)
+        out += try rig.render(2_048)
+        #expect(playlist.currentIndex == 3)
+        try playlist.previous()
+        out += try rig.render(2_048)
+        #expect(playlist.currentIndex == 2)
+        #expect(Self.heard(out) == [0, 1, 3, 2])
+        // Each move starts its item at its first frame.
+        let starts = decodeIdentity(out).compactMap { $0 }.filter { $0 % 40_000 < 3 }
+        #expect(starts.filter { $0 % 40_000 == 0 }.count >= 3, "items started from frame 0: \(starts)")
+        expectError(.outOfRange, "jump to item 9") { try playlist.jump(to: 9) }
+    }
+
+    @Test(arguments: Backend.allCases)
+    func repeatAllOneAndOff(_ kind: Backend) throws {
+        let rig = try Rig(kind)
+        let playlist = try Playlist(items: [Self.item(0, frames: 1_000), Self.item(1, frames: 1_000)], backend: rig.backend)
+        playlist.setRepeatMode(.all)
+        try playlist.play()
+        let all = try rig.render(5_000)
+        #expect(runs(decodeIdentity(all).compactMap { $0 }.prefix(4_000).map { $0 })
+                == "0..<1000 40000..<41000 0..<1000 40000..<41000", "repeat all joins without a gap")
+
+        // Long items, so a change lands while the feed is still inside the item playing.
+        let rig2 = try Rig(kind)
+        let long = try Playlist(items: [Self.item(0, frames: 30_000), Self.item(1, frames: 30_000)], backend: rig2.backend)
+        long.setRepeatMode(.one)
+        try long.play()
+        let one = decodeIdentity(try rig2.render(70_000)).compactMap { $0 }
+        #expect(runs(one) == "0..<30000 0..<30000 0..<10000", "repeat one plays its item again and again")
+        long.setRepeatMode(.off)
+        let rest = decodeIdentity(try rig2.render(until: { long.player.state == .stopped }, limit: 200_000)).compactMap { $0 }
+        #expect(runs(rest) == "10000..<30000 40000..<70000", "repeat off: the rest of the item, the next, then the end")
+    }
+
+    @Test
+    func shuffleIsSeededAndKeepsTheCurrentItemFirst() throws {
+        let rig = try Rig(.queue)
+        let playlist = try Playlist(items: (0..<8).map { try Self.item($0, frames: 500) }, backend: rig.backend)
+        playlist.setShuffle(true, seed: 42)
+        let order = playlist.playOrder
+        #expect(order.first == 0 && Set(order) == Set(0..<8) && order != Array(0..<8))
+        playlist.setShuffle(false)
+        #expect(playlist.playOrder == Array(0..<8))
+        playlist.setShuffle(true, seed: 42)
+        #expect(playlist.playOrder == order, "the same seed, the same order")
+        try playlist.play()
+        let out = try rig.render(until: { playlist.player.state == .stopped }, limit: 48_000)
+        #expect(Self.heard(out) == order, "played in the shuffled order")
+    }
+
+    @Test(arguments: Backend.allCases)
+    func removingThePlayingItemMovesToTheNextAndInsertingAddsOne(_ kind: Backend) throws {
+        let rig = try Rig(kind)
+        let playlist = try Playlist(items: (0..<3).map { try Self.item($0, frames: 30_000) }, backend: rig.backend)
+        try playlist.play()
+        var out = try rig.render(1_024)
+        try playlist.remove(at: 0)
+        #expect(playlist.items.count == 2)
+        out += try rig.render(1_024)
+        #expect(playlist.currentIndex == 0, "the old item 1 is now item 0")
+        try playlist.insert(try Self.item(3, frames: 1_000), at: 1)
+        out += try rig.render(until: { playlist.player.state == .stopped }, limit: 192_000)
+        #expect(Self.heard(out) == [0, 1, 3, 2])
+        expectError(.outOfRange, "remove item 5") { try playlist.remove(at: 5) }
+    }
+}
