@@ -34,13 +34,17 @@ let package = Package(
         .systemLibrary(
             name: "COpusFile", path: "Sources/COpusFile", pkgConfig: "opusfile",
             providers: [.apt(["libopusfile-dev"])]),
+        // SoundTouch's C wrapper library: no pkg-config file names it (soundtouch.pc is the C++ one).
+        .systemLibrary(
+            name: "CSoundTouch", path: "Sources/CSoundTouch",
+            providers: [.apt(["libsoundtouch-dev"])]),
 
         // MARK: - Targets
 
         .target(name: "SpoolCore"),
         .target(name: "SpoolDecoding", dependencies: ["SpoolCore", "CMPG123", "CVorbisFile", "CSndFile", "COpusFile"]),
         // The rate converters both back-ends use, so that they convert alike.
-        .target(name: "SpoolResampling", dependencies: ["SpoolCore", "CSoxr", "CSampleRate"]),
+        .target(name: "SpoolResampling", dependencies: ["SpoolCore", "CSoxr", "CSampleRate", "CSoundTouch"]),
         .target(name: "SpoolBufferQueue", dependencies: ["SpoolCore", "SpoolResampling", "CALSA"]),
         .target(name: "SpoolOpenAL", dependencies: ["SpoolCore", "SpoolResampling", "COpenAL"]),
         .target(name: "Spool", dependencies: ["SpoolCore", "SpoolDecoding", "SpoolBufferQueue", "SpoolOpenAL"]),
@@ -61,6 +65,7 @@ let package = Package(
                     dependencies: ["SpoolOpenAL", "SpoolBufferQueue", "SpoolDecoding", "CAllocationCounter",
                                    "SoundServerTestSupport"]),
         .testTarget(name: "SpoolToolTests", dependencies: ["spool", "Spool"]),
+        .testTarget(name: "SpoolResamplingTests", dependencies: ["SpoolResampling", "CAllocationCounter"]),
         .testTarget(name: "SeamConformanceTests", dependencies: ["SpoolBufferQueue", "SpoolOpenAL", "SpoolDecoding"]),
 
         // MARK: - Test support
