@@ -12,11 +12,12 @@ import SpoolCore
 /// How it works, and what it costs: SoundTouch cuts the input into sequences and lays them
 /// end to end with a short cross-fade, each one placed where it best matches the previous one
 /// within a seek window; faster tempi skip input between sequences, slower ones repeat it.
-/// Within a sequence the audio is the input untouched, so pitch stays; the seams (about 11 to
-/// 25 a second) are where artefacts live. The rate transposer inside SoundTouch stays at rate
-/// 1, where its anti-alias filter is a 64-tap identity (a sinc cut at Nyquist, sampled at
-/// whole frames): Spool turns it off, which saves about a quarter of the CPU time and 32
-/// frames of latency and changes no sample's level (measured at 1 to 21 kHz: 0.00 dB).
+/// Within a sequence the audio is the input untouched, so pitch stays; the seams (12 a second
+/// at tempo 0.5 to 31 at tempo 2) are where artefacts live. The rate transposer inside
+/// SoundTouch stays at rate 1, where its anti-alias filter is a 64-tap identity (a sinc cut at
+/// Nyquist, sampled at whole frames): Spool turns it off, which saves about a fifth of the CPU
+/// time and 32 frames of latency and changes no level (measured with tones of 1 to 21 kHz:
+/// 0.00 dB either way).
 ///
 /// Real-time safe after `init`: `process`, `setTempo`, `reset` and `sourcePosition` neither
 /// allocate, lock nor do I/O (`init` runs silence through SoundTouch at the slowest and the
@@ -27,24 +28,31 @@ import SpoolCore
 /// Not thread-safe: one thread at a time.
 ///
 /// The corresponding Apple unit is `AVAudioUnitTimePitch` (`rate` with `pitch` 0), or an
-/// audio queue's `kAudioQueueProperty_EnableTimePitch` with the spectral algorithm.
+/// audio queue's `kAudioQueueProperty_EnableTimePitch` with
+/// `kAudioQueueTimePitchAlgorithm_TimeDomain`, the same family of algorithm.
 public final class TimeStretcher {
     /// SoundTouch's time-stretch parameters (`SETTING_SEQUENCE_MS`, `SETTING_SEEKWINDOW_MS`,
     /// `SETTING_OVERLAP_MS`, `SETTING_USE_QUICKSEEK`).
     ///
-    /// `default` is what Spool measured best (`spool bench stretch` prints the figures):
-    /// SoundTouch's automatic sequence and seek window, which shorten as the tempo rises
-    /// (sequence 90 ms at tempo 0.5 to 40 ms at 2, seek window 20 to 15 ms), an 8 ms overlap
-    /// and the full seek. Measured on steady tones and three-note chords at tempi 0.5, 0.75,
-    /// 1.5 and 2 (the residual after fitting the known sinusoids block by block, averaged):
-    /// fixed sequences of 20, 30, 40, 50 and 60 ms scored 9, 5.5, 2.7, 2.3 and 1.2 dB worse,
-    /// 80 and 100 ms the same to 2 dB better on those stationary signals but with longer
-    /// echoes on transients (at tempo 0.5 a repeated sequence plays a click twice, half a
-    /// sequence apart) and a wider spread between the frame heard and its estimate; a 10 ms
-    /// seek window scored 2.6 dB worse, 25 ms 0.7 dB better at 40 % more CPU time; overlaps
-    /// of 4, 12, 16 and 24 ms were within 1.3 dB of 8 ms, none better at every tempo. The
-    /// quick seek scored 0.6 dB worse (up to 2 dB on chords) and saves about 60 % of a cost
-    /// that is well under 1 % of one core for stereo 44.1 kHz: Spool keeps the full seek.
+    /// `default` is SoundTouch's own choice, kept after measuring the alternatives
+    /// (`spool bench stretch --sweep`, figures in docs/BENCHMARKS.md): the automatic sequence
+    /// and seek window, which shorten as the tempo rises (sequence 90 ms at tempo 0.5 to 40 ms
+    /// at 2, seek window 20 to 15 ms), an 8 ms overlap and the full seek. Measured at tempi
+    /// 0.5, 0.75, 1.5 and 2 on steady tones and three-note chords (the residual beyond the
+    /// known sinusoids, fitted block by block: what the seams add) and on clicks over a chord
+    /// (how evenly the clicks come out), every alternative trades one of them away:
+    /// - fixed sequences of 20 to 60 ms: 0.6 to 5.7 dB more residual (and 20 ms costs 3.7×
+    ///   the CPU time), for clicks 2 to 7 ms more even; 80 and 100 ms: 0.8 and 2.1 dB less
+    ///   residual, for clicks 0.6 and 3.7 ms less even and a frame-position tolerance of 44
+    ///   and 54 ms at tempo 2 (24 ms automatic);
+    /// - seek windows of 20 to 40 ms: 1 to 3.6 dB less residual, clicks as even (within
+    ///   0.6 ms), at 1.4 to 2.1× the CPU time and 2.5 to 10 ms more position tolerance and
+    ///   latency (SoundTouch's documentation warns of a "drifting" sound with wide windows,
+    ///   which these measures do not see); 10 and 15 ms: 2.3 and 1 dB more residual;
+    /// - overlaps of 16 and 24 ms: chords 2.3 to 2.7 dB cleaner, tones 4 dB worse at tempo 2,
+    ///   at 2.2 and 3× the CPU time; 4 ms: 1.3 dB worse;
+    /// - the quick seek: 0.8 dB more residual (up to 2.7 dB on tones at tempo 2) to save two
+    ///   thirds of a cost that is 0.2 % of one core for stereo 44.1 kHz.
     public struct Settings: Sendable, Equatable, CustomStringConvertible {
         /// Length of each sequence in milliseconds, or `nil` for SoundTouch's tempo-dependent
         /// choice (90 ms at tempo 0.5, falling linearly to 40 ms at tempo 2).
@@ -124,7 +132,8 @@ public final class TimeStretcher {
     /// Whether `flush()` was called since init or the last `reset()`: no more input is taken.
     public private(set) var isFlushing = false
     /// Input frames SoundTouch needs before its first output at the current tempo
-    /// (`SETTING_INITIAL_LATENCY`): about 100 ms at tempo 0.5, 90 ms at 1 and 2.
+    /// (`SETTING_INITIAL_LATENCY`): at the default settings about 110 ms at tempo 0.5 and 87 to
+    /// 99 ms from tempo 1 to 2.
     public private(set) var latencyFrames = 0
     /// Input frames SoundTouch holds that no output has come from yet
     /// (`soundtouch_numUnprocessedSamples`).
@@ -132,9 +141,8 @@ public final class TimeStretcher {
     /// How far, in input frames, the frame really playing in an output frame may lie from
     /// `sourcePosition(atOutputFrame:)` at the current tempo: half the drift within one
     /// sequence (`|1 − tempo| × (sequence − overlap) / 2`, since within a sequence the input
-    /// plays at its own speed) plus half the seek window. At the default settings, 44.1 kHz:
-    /// about 30 ms at tempo 0.5, 15 ms at 0.75, 21 ms at 1.5, 30 ms at 2; 0 at 1 apart from
-    /// the seek window.
+    /// plays at its own speed) plus half the seek window. At the default settings: about 31 ms
+    /// at tempo 0.5, 19 ms at 0.75, 9 ms at 1, 21 ms at 1.5, 24 ms at 2.
     public private(set) var positionToleranceFrames = 0.0
 
     private let instance: SoundTouchInstance

@@ -25,6 +25,9 @@ enum BenchCommand {
                 against OpenAL Soft's mixer on its loopback device in the same run
           resample [--seconds S] [--json PATH]
                 each candidate resampler's quality (SNR, frequency error) and speed
+          stretch [FILE] [--seconds S] [--runs N] [--tempi LIST] [--sweep] [--json PATH]
+                time-stretch (pitch kept) CPU per second against decode + copy, at tempi 1.5 and
+                0.75 by default, and its duration and frequency errors; --sweep compares settings
         """
 
     static func run(_ words: [String]) throws {
@@ -38,6 +41,7 @@ enum BenchCommand {
         case "latency": try LatencyBench.run(deviceRateSpelledRate(rest))
         case "latency-worker": try LatencyWorker.run(rest)
         case "resample": try ResampleBench.run(rest)
+        case "stretch": try StretchBench.run(rest)
         case "--help", "-h": print(help)
         default: throw UsageError("unknown benchmark '\(name)'")
         }
