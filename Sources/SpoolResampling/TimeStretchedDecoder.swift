@@ -100,8 +100,9 @@ public final class TimeStretchedDecoder: AudioDecoder {
     /// source at the current tempo, or, once the end has been read, the real length.
     public var frameCount: Int {
         if let endFrame { return endFrame }
+        // The inner count may be a header's claim of any size: clamp before converting.
         let remaining = max(0, Double(inner.frameCount) - sourceBehindOutput)
-        return position + Int((remaining / stretcher.tempo).rounded())
+        return position + Self.clampedFrames(remaining / stretcher.tempo)
     }
 
     /// Always `false`: the count is an estimate until the end has been read, and depends on
@@ -170,7 +171,13 @@ public final class TimeStretchedDecoder: AudioDecoder {
     }
 
     private static func outputFrame(forSource frame: Int, tempo: Double) -> Int {
-        Int((Double(frame) / tempo).rounded())
+        clampedFrames(Double(frame) / tempo)
+    }
+
+    /// `frames` rounded, within `0...Int.max / 4` (so that adding a position cannot overflow).
+    private static func clampedFrames(_ frames: Double) -> Int {
+        guard frames.isFinite, frames > 0 else { return 0 }
+        return frames >= Double(Int.max / 4) ? Int.max / 4 : Int(frames.rounded())
     }
 
     /// Reads the next source frames from the inner decoder; at its end, or on its error,

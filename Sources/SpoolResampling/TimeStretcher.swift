@@ -334,7 +334,7 @@ public final class TimeStretcher {
             // SoundTouch's first sequence copies the input from frame 0 at the input's speed.
             position = Double(outputFrame)
         } else {
-            position = segment.sourceStart + Double(outputFrame - segment.outputStart) * segment.tempo + segment.lead
+            position = segment.sourceStart + (Double(outputFrame) - Double(segment.outputStart)) * segment.tempo + segment.lead
         }
         return min(max(position, 0), Double(inputFrames))
     }
@@ -397,7 +397,8 @@ public final class TimeStretcher {
 
     /// Takes up to `frames` output frames from SoundTouch, never past the end after a flush.
     private func receive(into destination: UnsafeMutablePointer<Float>, frames: Int) -> Int {
-        var allowed = frames
+        // SoundTouch counts in `unsigned int`: ask for at most 2^30 frames at a time.
+        var allowed = min(frames, 1 << 30)
         if isFlushing { allowed = min(allowed, endOutputFrame - outputFrames) }
         guard allowed > 0 else { return 0 }
         let got = Int(soundtouch_receiveSamples(instance.handle, destination, UInt32(allowed)))
@@ -425,7 +426,7 @@ public final class TimeStretcher {
     /// clamped.
     func nominalSourcePosition(atOutputFrame outputFrame: Int) -> Double {
         let segment = segments[segmentIndex(containing: outputFrame)]
-        return segment.sourceStart + Double(outputFrame - segment.outputStart) * segment.tempo
+        return segment.sourceStart + (Double(outputFrame) - Double(segment.outputStart)) * segment.tempo
     }
 
     /// The ring index of the newest segment starting at or before `outputFrame` (the oldest

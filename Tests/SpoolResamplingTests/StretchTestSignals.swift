@@ -15,7 +15,12 @@ enum TestSignal: Sendable {
 /// `failAtFrame`, after giving the frames before it.
 final class SignalDecoder: AudioDecoder {
     let format: AudioFormat
-    let frameCount: Int
+    /// Frames really in the stream.
+    let realFrameCount: Int
+    /// What the decoder claims, as a header might: the real count unless told otherwise.
+    let claimedFrameCount: Int?
+    var frameCount: Int { claimedFrameCount ?? realFrameCount }
+    var isFrameCountExact: Bool { claimedFrameCount == nil }
     private(set) var position = 0
     let signals: [TestSignal]
     let failAtFrame: Int?
@@ -23,9 +28,11 @@ final class SignalDecoder: AudioDecoder {
     var info: AudioFileInfo { AudioFileInfo(container: "test", codec: "synthetic") }
     var warnings: [DecodeWarning] { [] }
 
-    init(sampleRate: Double = 44_100, signals: [TestSignal], frameCount: Int, failAtFrame: Int? = nil) throws {
+    init(sampleRate: Double = 44_100, signals: [TestSignal], frameCount: Int, failAtFrame: Int? = nil,
+         claimedFrameCount: Int? = nil) throws {
         format = try AudioFormat(sampleRate: sampleRate, channelCount: signals.count)
-        self.frameCount = frameCount
+        realFrameCount = frameCount
+        self.claimedFrameCount = claimedFrameCount
         self.signals = signals
         self.failAtFrame = failAtFrame
         noise = signals.map { signal in
@@ -51,7 +58,7 @@ final class SignalDecoder: AudioDecoder {
 
     func read(into buffer: UnsafeMutableBufferPointer<Float>) throws -> Int {
         let channels = format.channelCount
-        var end = min(frameCount, position + buffer.count / channels)
+        var end = min(realFrameCount, position + buffer.count / channels)
         if let failAtFrame {
             if position >= failAtFrame { throw AudioError(.corruptData, "test stream fails at frame \(failAtFrame)") }
             end = min(end, failAtFrame)
@@ -64,8 +71,8 @@ final class SignalDecoder: AudioDecoder {
     }
 
     func seek(toFrame frame: Int) throws {
-        guard (0...frameCount).contains(frame) else {
-            throw AudioError(.outOfRange, "frame \(frame) is outside 0...\(frameCount)")
+        guard (0...realFrameCount).contains(frame) else {
+            throw AudioError(.outOfRange, "frame \(frame) is outside 0...\(realFrameCount)")
         }
         position = frame
     }

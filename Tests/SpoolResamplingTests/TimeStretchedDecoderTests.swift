@@ -202,6 +202,19 @@ struct TimeStretchedDecoderTests {
         #expect(try buffer.withUnsafeMutableBufferPointer { try stretched.read(into: $0) } == 100)
     }
 
+    @Test("a header's absurd frame count is an estimate that neither traps nor outlives the end")
+    func claimedFrameCount() throws {
+        let source = try SignalDecoder(signals: [.tone(440)], frameCount: 30_000, claimedFrameCount: .max)
+        let stretched = try TimeStretchedDecoder(wrapping: source, tempo: 0.5)
+        #expect(stretched.frameCount > 1 << 60)
+        #expect(stretched.sourceFrame(atOutputFrame: .min) == 0 && stretched.sourceFrame(atOutputFrame: .max) == 0)
+        let (output, error) = stretched.readAll()
+        #expect(error == nil)
+        #expect(output.count == 60_000)
+        #expect(stretched.frameCount == 60_000)
+        #expect(stretched.sourceFrame(atOutputFrame: .max) == 30_000)
+    }
+
     @Test("invalid tempi are refused with a clear error")
     func invalidTempo() throws {
         let source = try SignalDecoder(signals: [.tone(440)], frameCount: 1000)
