@@ -40,13 +40,17 @@ let package = Package(
         .systemLibrary(
             name: "CPulseSimple", path: "Sources/CPulseSimple",
             providers: [.apt(["libpulse-dev"])]),
+        // SoundTouch's C wrapper library: no pkg-config file names it (soundtouch.pc is the C++ one).
+        .systemLibrary(
+            name: "CSoundTouch", path: "Sources/CSoundTouch",
+            providers: [.apt(["libsoundtouch-dev"])]),
 
         // MARK: - Targets
 
         .target(name: "SpoolCore"),
         .target(name: "SpoolDecoding", dependencies: ["SpoolCore", "CMPG123", "CVorbisFile", "CSndFile", "COpusFile"]),
         // The rate converters both back-ends use, so that they convert alike.
-        .target(name: "SpoolResampling", dependencies: ["SpoolCore", "CSoxr", "CSampleRate"]),
+        .target(name: "SpoolResampling", dependencies: ["SpoolCore", "CSoxr", "CSampleRate", "CSoundTouch"]),
         .target(name: "SpoolBufferQueue", dependencies: ["SpoolCore", "SpoolResampling", "CALSA"]),
         .target(name: "SpoolOpenAL", dependencies: ["SpoolCore", "SpoolResampling", "COpenAL"]),
         .target(name: "Spool", dependencies: ["SpoolCore", "SpoolDecoding", "SpoolBufferQueue", "SpoolOpenAL"]),
@@ -71,6 +75,7 @@ let package = Package(
         .testTarget(name: "SpoolToolTests", dependencies: ["spool", "Spool"]),
         .testTarget(name: "SeamConformanceTests",
                     dependencies: ["SpoolBufferQueue", "SpoolOpenAL", "SpoolDecoding", "Spool", "SoundServerTestSupport"]),
+        .testTarget(name: "SpoolResamplingTests", dependencies: ["SpoolResampling", "CAllocationCounter"]),
 
         // MARK: - Test support
 

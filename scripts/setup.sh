@@ -10,6 +10,7 @@ packages=(
     mpg123 vorbis-tools flac sox opus-tools        # reference decoders for `spool bench decode`
     libasound2-dev libsoxr-dev libsamplerate0-dev  # ALSA output and resamplers (buffer-queue back-end)
     libopenal-dev                                  # OpenAL Soft (OpenAL back-end)
+    libsoundtouch-dev                              # time-stretch (pitch-preserving rate)
     pulseaudio pulseaudio-utils libasound2-plugins # sound server with a null sink, parec, ALSA `default` → server
     libpulse-dev                                   # the acoustic check's in-process monitor recorder
 )
