@@ -53,7 +53,7 @@ let package = Package(
         .target(name: "SpoolResampling", dependencies: ["SpoolCore", "CSoxr", "CSampleRate", "CSoundTouch"]),
         .target(name: "SpoolBufferQueue", dependencies: ["SpoolCore", "SpoolResampling", "CALSA"]),
         .target(name: "SpoolOpenAL", dependencies: ["SpoolCore", "SpoolResampling", "COpenAL"]),
-        .target(name: "Spool", dependencies: ["SpoolCore", "SpoolDecoding", "SpoolBufferQueue", "SpoolOpenAL"]),
+        .target(name: "Spool", dependencies: ["SpoolCore", "SpoolDecoding", "SpoolResampling", "SpoolBufferQueue", "SpoolOpenAL"]),
         .executableTarget(name: "spool", dependencies: ["Spool", "CPulseSimple"]),
 
         // MARK: - Examples

@@ -325,6 +325,48 @@ struct AudioPlayerTests {
         #expect(abs(frequency - 1_500) <= 15, "\(frequency) Hz")
     }
 
+    @Test(arguments: [(Backend.queue, 0.5), (.queue, 2.0), (.openAL, 0.5), (.openAL, 2.0)])
+    func timeStretchScalesTheDurationAndKeepsThePitch(_ kind: Backend, _ rate: Double) throws {
+        let rig = try Rig(kind)
+        let (player, log) = try makePlayer(rig, sine(1_000, frames: 48_000, format: stereo48))
+        #expect(player.rateMode == .timeStretch, "pitch kept by default, as in AVAudioPlayer")
+        try player.setEnableRate(true)
+        try player.setRate(Float(rate))
+        try player.play()
+        let expected = 48_000 / rate
+        var out = try rig.render(Int(expected / 2))
+        // Half-way through the output, the position is half-way through the source (within
+        // the stretcher's own tolerance of a few tens of milliseconds).
+        #expect(abs(Double(player.currentFrame) - 24_000) <= 0.04 * 48_000 + 256, "\(player.currentFrame) at half-way")
+        out += try rig.render(until: { player.state == .stopped }, limit: 4 * 48_000)
+        let left = channel(out, 0)
+        let sounding = (left.lastIndex { abs($0) > 1e-3 } ?? 0) + 1
+        #expect(abs(Double(sounding) - expected) <= expected * 0.01, "\(sounding) frames for \(expected)")
+        let middle = left[Int(expected * 0.2)..<Int(expected * 0.8)]
+        let frequency = zeroCrossingFrequency(middle, rate: 48_000)
+        #expect(abs(frequency - 1_000) <= 10, "\(frequency) Hz at rate \(rate)")
+        #expect(log.events == ["finished(true)"])
+    }
+
+    @Test(arguments: Backend.allCases)
+    func changingTheRateWhilePlayingGoesOnFromWhereItWas(_ kind: Backend) throws {
+        let rig = try Rig(kind)
+        let (player, _) = try makePlayer(rig, identityBuffer(0..<48_000))
+        try player.setEnableRate(true)
+        try player.play()
+        _ = try rig.render(9_600)
+        let before = player.currentFrame
+        try player.setRate(1.5)  // in goes the stretcher: the stream restarts at the frame playing
+        let after = player.currentFrame
+        #expect(abs(after - before) <= 1, "\(before) → \(after)")
+        _ = try rig.render(9_600)
+        #expect(abs(Double(player.currentFrame - after) - 9_600 * 1.5) <= 0.04 * 48_000 + 256,
+                "1.5× through the source: \(player.currentFrame - after) frames")
+        try player.setRate(1)  // and out again
+        let plain = decodeIdentity(try rig.render(4_800)).compactMap { $0 }
+        #expect(plain.count > 4_000 && zip(plain, plain.dropFirst()).allSatisfy { $1 == $0 + 1 }, "plain playback again")
+    }
+
     @Test(arguments: Backend.allCases)
     func metersReadThePowerOfTheWindowEndingAtTheFramePlaying(_ kind: Backend) throws {
         let rig = try Rig(kind)

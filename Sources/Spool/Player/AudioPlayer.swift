@@ -3,6 +3,7 @@ import Foundation
 import SpoolBufferQueue
 import SpoolCore
 import SpoolDecoding
+import SpoolResampling
 
 /// Plays one sound, from a file, encoded bytes in memory or PCM a program made, on either
 /// back-end: the AVAudioPlayer model.
@@ -666,8 +667,12 @@ extension AudioPlayer {
         return AudioError(code, "\(name): \(warning)")
     }
 
-    /// Makes the pitch-preserving stage over a decoder.
+    /// Makes the pitch-preserving stage over a decoder: libsoundtouch at its own settings
+    /// (see `TimeStretcher.Settings`).
     static func makeTimeStretch(_ decoder: any AudioDecoder, tempo: Double) throws -> any TempoStage {
-        throw AudioError(.unsupportedFormat, "pitch-preserving rate is not available in this build")
+        try TimeStretchedDecoder(wrapping: decoder, tempo: tempo)
     }
+}
+
+extension TimeStretchedDecoder: TempoStage {
 }
