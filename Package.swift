@@ -61,6 +61,8 @@ let package = Package(
         .executableTarget(name: "CompareLatency", dependencies: ["Spool"], path: "Examples/CompareLatency"),
         .executableTarget(name: "PlayFile", dependencies: ["Spool"], path: "Examples/PlayFile"),
         .executableTarget(name: "MemoryBuffer", dependencies: ["Spool"], path: "Examples/MemoryBuffer"),
+        .executableTarget(name: "SoundBank", dependencies: ["Spool"], path: "Examples/SoundBank"),
+        .executableTarget(name: "Playlist", dependencies: ["Spool"], path: "Examples/Playlist"),
 
         // MARK: - Tests
 
