@@ -267,9 +267,13 @@ public final class BufferQueue: Sendable {
         try state.withLock { s in
             try checkUsable(s)
             guard s.transport != .playing else { return }
-            // A start from stopped measures its first frame afresh (the render thread also clears
-            // it, but a reader must not see the previous start's value in between).
-            if s.transport == .stopped { slot.firstFrameHostTime.store(0, ordering: .releasing) }
+            // A start from stopped measures its first frame and counts its frames afresh (the
+            // render thread also clears both, but a reader must not see the previous start's
+            // values in between).
+            if s.transport == .stopped {
+                slot.firstFrameHostTime.store(0, ordering: .releasing)
+                slot.framesPlayed.store(0, ordering: .releasing)
+            }
             slot.startHostTime.store(hostTime ?? 0, ordering: .releasing)
             let command = push(.start, &s)
             if s.transport == .stopped { s.cycleStart = command }

@@ -11,6 +11,8 @@ let usage = """
                                             PCM out: .wav → WAV float32, else raw float32 LE
       play FILE [--backend queue|openal] [--output default|null|wav:PATH] ...
                                             play a file, or render it offline to WAV
+      effects DIR [NAME...] [--backend queue|openal] [--output default|null|alsa:NAME]
+                                            load a folder of sounds, play each, time each trigger
       bench decode|cache|mix|latency|resample ...
                                             the benchmarks ('spool bench --help' lists them)
 
@@ -23,7 +25,7 @@ func printError(_ text: String) {
 }
 
 /// The subcommands, for the hint after a usage error.
-let commands: Set<String> = ["info", "decode", "play", "bench"]
+let commands: Set<String> = ["info", "decode", "play", "effects", "bench"]
 
 var words = Array(CommandLine.arguments.dropFirst())
 guard let command = words.first else {
@@ -36,6 +38,7 @@ do {
     case "info": try InfoCommand.run(words)
     case "decode": try DecodeCommand.run(words)
     case "play": try PlayCommand.run(words)
+    case "effects": try EffectsCommand.run(words)
     case "bench": try BenchCommand.run(words)
     case "--help", "-h", "help": print(usage)
     default: throw UsageError("unknown command '\(command)'")

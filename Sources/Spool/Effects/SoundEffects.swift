@@ -85,7 +85,8 @@ public final class SoundEffects: Sendable {
 
     /// Plays `buffer` (in `format`) once, at unity gain; `done` runs on `eventQueue` once it
     /// has played its last frame, or was stopped to make room.
-    func play(_ buffer: PCMBuffer, priority: Int, done: @escaping @Sendable () -> Void) throws {
+    /// - Returns: The play, to follow or stop.
+    func play(_ buffer: PCMBuffer, priority: Int, done: @escaping @Sendable () -> Void) throws -> SoundPlay {
         let (victim, reused) = try state.withLock { s -> ((any PlaybackVoice)?, (any PlaybackVoice)?) in
             var victim: (any PlaybackVoice)?
             if s.playing.count >= voiceLimit {
@@ -111,7 +112,9 @@ public final class SoundEffects: Sendable {
             try voice.setVolume(1)
             try voice.enqueue(buffer)
             try voice.stop(immediately: false)
+            let play = SoundPlay(voice: voice)
             try voice.start()
+            return play
         } catch {
             _ = state.withLock { $0.playing.removeValue(forKey: ObjectIdentifier(voice)) }
             voice.dispose()
@@ -137,5 +140,24 @@ public final class SoundEffects: Sendable {
             return play
         }
         if let play { eventQueue.async { play.done() } }
+    }
+}
+
+/// One play of a `SystemSound`: what `play()` returns, to follow it or stop it early.
+public struct SoundPlay: Sendable {
+    fileprivate let voice: any PlaybackVoice
+
+    /// Frames of the sound taken into the output so far (0 until it starts; the whole sound
+    /// once it has played, until its voice plays another).
+    public var framesPlayed: Int { voice.framesPlayed }
+    /// Whether it is still playing (false once it has played out or was stopped).
+    public var isPlaying: Bool { voice.isPlaying }
+    /// Seconds from a frame being mixed to its being heard.
+    public var outputLatency: Double { voice.outputLatency }
+
+    /// Stops this play with the back-end's 5 ms fade; its completion runs.
+    /// - Throws: The back-end's error.
+    public func stop() throws {
+        if voice.isPlaying { try voice.stop(immediately: true) }
     }
 }

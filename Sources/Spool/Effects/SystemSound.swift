@@ -93,13 +93,15 @@ public final class SystemSound: Sendable {
     /// Plays the sound once, from its first frame, beside whatever plays already (itself
     /// included). It starts on the output's next period. The corresponding Apple call is
     /// `AudioServicesPlaySystemSound`.
+    /// - Returns: The play, to follow (`framesPlayed`) or stop early.
     /// - Throws: `.invalidState` once disposed; `.deviceUnavailable` when every voice plays a
     ///   sound of a higher priority; the back-end's error.
-    public func play() throws {
+    @discardableResult
+    public func play() throws -> SoundPlay {
         guard !isDisposed else { throw AudioError(.invalidState, "\(name): the sound was disposed") }
         // The play keeps the sound until it has finished, so its completions run even when the
         // program let go of it meanwhile.
-        try effects.play(buffer, priority: priority) { self.playFinished() }
+        return try effects.play(buffer, priority: priority) { self.playFinished() }
     }
 
     /// Adds a handler to run, on the output's `eventQueue`, each time a play of this sound has
