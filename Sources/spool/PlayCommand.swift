@@ -67,7 +67,7 @@ enum PlayCommand {
         if let notice = output.notice, !options.quiet { printError("spool: \(notice)") }
         session.output = output
 
-        if output.renderOffline != nil {
+        if output.offline != nil {
             try session.renderOffline()
         } else if !options.quiet, TerminalMode.isInteractive {
             try session.playOnTerminal()
