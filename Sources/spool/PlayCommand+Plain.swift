@@ -49,17 +49,23 @@ struct QuarterMarks {
 
     /// The lines for the marks passed since the last look, given where the player is now.
     mutating func lines(at position: Double) -> [String] {
-        // Back near the start: a loop began a new pass.
+        var lines: [String] = []
+        // Back near the start: a loop began a new pass; the old pass's marks not yet seen
+        // were passed on the way to its end.
         if position < lastPosition - duration / 8 {
+            lines += marks(upTo: 3, at: lastPosition)
             pass += 1
             passed = 0
         }
         lastPosition = position
-        let now = Self.quarter(position, duration)
-        guard now > passed else { return [] }
-        defer { passed = now }
+        return lines + marks(upTo: Self.quarter(position, duration), at: position)
+    }
+
+    private mutating func marks(upTo quarter: Int, at position: Double) -> [String] {
+        guard quarter > passed else { return [] }
+        defer { passed = quarter }
         let of = pass > 1 ? " of pass \(pass)" : ""
-        return ((passed + 1)...now).map { mark in
+        return ((passed + 1)...quarter).map { mark in
             "spool: \(mark * 25)%\(of) (\(StatusScreen.clock(position)) of \(StatusScreen.clock(duration)))"
         }
     }

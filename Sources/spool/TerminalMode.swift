@@ -76,6 +76,11 @@ final class TerminalMode {
     func dieOf(signal number: Int32) -> Never {
         restore()
         _ = Glibc.signal(number, SIG_DFL)
+        // Delivered even where the parent started the process with the signal blocked.
+        var signals = sigset_t()
+        sigemptyset(&signals)
+        sigaddset(&signals, number)
+        pthread_sigmask(SIG_UNBLOCK, &signals, nil)
         raise(number)
         exit(128 + number)
     }
