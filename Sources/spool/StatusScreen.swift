@@ -47,6 +47,8 @@ struct StatusScreen {
 
     /// Erases to the end of the line (EL).
     static let eraseLine = "\u{1B}[K"
+    /// Erases from the cursor to the end of the screen (ED): the block is the last thing on it.
+    static let eraseBelow = "\u{1B}[J"
 
     /// Writes a line above the block: the block ends where it is and the line follows it.
     mutating func print(_ line: String) {
@@ -72,6 +74,7 @@ struct StatusScreen {
             text += Self.fit(line, columns: columns) + Self.eraseLine
             if i < lines.count - 1 { text += "\n" }
         }
+        if lines.count < drawnLines { text += Self.eraseBelow }
         terminal.write(text)
         drawnLines = lines.count
     }
@@ -101,25 +104,32 @@ struct StatusScreen {
         var second = "   volume \(String(format: "%.1f", s.volume))   rate \(String(format: "%.2f", s.rate))× \(mode)   \(loop)"
         if let note = s.note { second += "   \(note)" }
 
-        return [first, second, meters(s.levels, columns: columns)]
+        // No meter line without meters (a file that has ended): `draw` erases what was below.
+        return s.levels.isEmpty ? [first, second] : [first, second, meters(s.levels, columns: columns)]
     }
 
     /// One bar per channel: the average power filled, up to the peak shaded, on a −60…0 dB
-    /// scale, with the average in dB.
+    /// scale, with the average in dB where the width leaves room for it (not for 5.1 on 80
+    /// columns).
     static func meters(_ levels: [(average: Float, peak: Float)], columns: Int) -> String {
         guard !levels.isEmpty else { return "" }
         let names = levels.count == 1 ? ["M"] : levels.count == 2 ? ["L", "R"] : levels.indices.map { "\($0 + 1)" }
-        // Each meter: "   N " + bar + " -12.3 dB"
-        let room = (columns - 1) / levels.count - 13
-        let width = max(4, min(30, room))
+        // Each meter: "   N " + bar + " -12.3 dB" (14 characters around the bar), or "  N " + bar.
+        let room = (columns - 1) / levels.count
+        let showsDecibels = room >= 14 + 8
+        let width = max(2, min(30, room - (showsDecibels ? 14 : 4)))
         var line = ""
         for (i, level) in levels.enumerated() {
             let average = cells(level.average, width: width)
             let peak = max(average, cells(level.peak, width: width))
             let meter = String(repeating: "█", count: average) + String(repeating: "▒", count: peak - average)
                 + String(repeating: "·", count: width - peak)
-            let db = level.average <= -120 ? "  -∞ dB" : String(format: "%5.1f dB", level.average)
-            line += "   \(names[i]) \(meter) \(db)"
+            if showsDecibels {
+                let db = level.average <= -120 ? "  -∞ dB" : String(format: "%5.1f dB", level.average)
+                line += "   \(names[i]) \(meter) \(db)"
+            } else {
+                line += "  \(names[i]) \(meter)"
+            }
         }
         return line
     }
