@@ -19,7 +19,7 @@ extension PlaySession {
     func renderOffline() throws {
         guard let offline = output.offline else { return }
         let outputRate = output.backend.outputFormat.sampleRate
-        for index in paths.indices {
+        for index in playable {
             guard let track = reporting({ try makeTrack(index) }) else { continue }
             if !options.quiet { printError(track.startLine(on: output.description)) }
             let player = track.player

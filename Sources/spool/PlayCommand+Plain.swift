@@ -7,7 +7,7 @@ extension PlaySession {
     /// quarter of it (of each pass, when it loops), and its summary; with `--quiet` only errors.
     func playPlain() throws {
         var played = false
-        for index in paths.indices {
+        for index in playable {
             guard let track = reporting({ try makeTrack(index) }) else { continue }
             let quiet = options.quiet
             if !quiet { printError(track.startLine(on: output.description)) }

@@ -23,7 +23,7 @@ extension PlaySession {
         screen.print("spool: playing on \(output.description)")
         screen.print(Self.keyHelp)
         var keys = KeyDecoder()
-        var index = 0
+        var index = first
         var drain = false
         tracks: while index < paths.count {
             guard let track = reporting(on: &screen, { try makeTrack(index) }) else {
@@ -92,7 +92,7 @@ extension PlaySession {
             printError(track.summaryLine(seconds: HostTime.seconds(from: start, to: HostTime.now())))
             switch turn {
             case .next: index += 1
-            case .previous: index = max(0, index - 1)
+            case .previous: index = max(first, index - 1)
             case .quit: break tracks
             }
         }

@@ -54,18 +54,27 @@ enum PlayCommand {
         for path in options.paths where access(path, R_OK) != 0 {
             throw AudioError(.fileNotFound, "\(path): cannot open: \(String(cString: strerror(errno)))")
         }
-        let session = PlaySession(options: options)
         // Without --device-rate the device runs at the first file's rate: no conversion for it.
+        // Files before the first that opens are reported once, here, and not tried again.
         var configuration = options.configuration
+        var first = 0
+        var failure: AudioError?
         if configuration.sampleRate == nil {
-            guard let rate = session.firstSampleRate() else {
-                throw ExitFailure(session.failure ?? AudioError(.emptyInput, "no file to play"))
+            while first < options.paths.count, configuration.sampleRate == nil {
+                do {
+                    configuration.sampleRate = try DecoderRegistry.shared.open(path: options.paths[first]).format.sampleRate
+                } catch {
+                    let error = error as? AudioError ?? AudioError(.unsupportedFormat, "\(options.paths[first]): \(error)")
+                    printError("spool: \(error.message)")
+                    failure = failure ?? error
+                    first += 1
+                }
             }
-            configuration.sampleRate = rate
+            if let failure, first == options.paths.count { throw ExitFailure(failure) }
         }
         let output = try PlaybackOutput.open(backend: options.backend, output: options.output, configuration: configuration)
         if let notice = output.notice, !options.quiet { printError("spool: \(notice)") }
-        session.output = output
+        let session = PlaySession(options: options, output: output, first: first, failure: failure)
 
         if output.offline != nil {
             try session.renderOffline()
@@ -109,39 +118,35 @@ enum PlayCommand {
 /// The files of one `spool play`, the output they share, what the listener set and what
 /// went wrong. One `AudioPlayer` per file, made when its turn comes.
 final class PlaySession {
-    let options: Options
     typealias Options = PlayCommand.Options
+    let options: Options
+    let output: PlaybackOutput
+    /// The first file to play: those before it did not open.
+    let first: Int
+    /// What the listener set, carried from file to file.
     var settings: PlaySettings
-    var output: PlaybackOutput!
     /// The first error reported; the command exits with status 1 when there is one.
     private(set) var failure: AudioError?
     /// Where the players deliver their events: a queue of the command's own (the main
     /// thread runs the command's loop, not a dispatch main queue).
     let eventQueue = DispatchQueue(label: "spool.play.events")
 
-    init(options: Options) {
+    init(options: Options, output: PlaybackOutput, first: Int, failure: AudioError?) {
         self.options = options
+        self.output = output
+        self.first = first
+        self.failure = failure
         settings = options.settings
     }
 
     var paths: [String] { options.paths }
+    /// The files to play, from the first that opened.
+    var playable: Range<Int> { first..<paths.count }
 
     /// Prints `error` as the command's one line for it and remembers it for the exit status.
     func report(_ error: AudioError) {
         printError("spool: \(error.message)")
         failure = failure ?? error
-    }
-
-    /// The rate of the first file that opens; those before it are reported. Nil when none opens.
-    func firstSampleRate() -> Double? {
-        for path in paths {
-            do { return try DecoderRegistry.shared.open(path: path).format.sampleRate } catch let error as AudioError {
-                report(error)
-            } catch {
-                report(AudioError(.unsupportedFormat, "\(path): \(error)"))
-            }
-        }
-        return nil
     }
 
     /// Makes the player for file `index`.

@@ -94,6 +94,18 @@ struct PlayProgressLinesTests {
         #expect(result.stderr.contains("truncated.wav: data ends early at byte"), "\(result.stderr)")
     }
 
+    @Test func aFileThatIsNoAudioIsReportedOnceAndTheOthersPlay() throws {
+        let tones = try TestTones()
+        let path = try tones.tone("after.wav", seconds: 0.3)
+        let text = Tool.fixture("broken/text.mp3")
+        let result = try Tool.run(["play", text, path, text, "--output", "null"])
+        #expect(result.status == 1)
+        let lines = lines(result)
+        #expect(lines.filter { $0.contains("text.mp3: ") }.count == 2, "once each time it comes: \(lines)")
+        #expect(lines.contains { $0.hasPrefix("spool: playing \(path)") })
+        #expect(lines.contains { $0.hasPrefix("spool: played 2400 frames") }, "\(lines)")
+    }
+
     @Test func aMissingFileStopsEverythingBeforeItStarts() throws {
         let tones = try TestTones()
         let path = try tones.tone("present.wav", seconds: 0.3)
