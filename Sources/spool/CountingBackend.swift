@@ -30,12 +30,18 @@ final class CountingBackend: PlaybackBackend {
 /// its voice at every seek.
 final class CountingVoice: PlaybackVoice {
     private let inner: any PlaybackVoice
-    private let earlierRuns = Locked(0)
+    private let earlierRuns = Locked(EarlierRuns())
+
+    private struct EarlierRuns {
+        var frames = 0
+        /// What the count read when the voice was last started from stopped.
+        var countAtLastStart = -1
+    }
 
     init(_ inner: any PlaybackVoice) { self.inner = inner }
 
     /// Frames taken into the output since the voice was made.
-    var totalFramesPlayed: Int { earlierRuns.withLock { $0 + inner.framesPlayed } }
+    var totalFramesPlayed: Int { earlierRuns.withLock { $0.frames } + inner.framesPlayed }
 
     var format: AudioFormat { inner.format }
     var state: VoiceState { inner.state }
@@ -60,11 +66,18 @@ final class CountingVoice: PlaybackVoice {
     func enqueue(_ buffer: PCMBuffer) throws { try inner.enqueue(buffer) }
 
     func start(atHostTime hostTime: UInt64?) throws {
-        // A start from stopped counts from 0 again: keep what the run before it played. (The
-        // player calls its voice under its own lock, one call at a time.)
-        let ended = inner.state == .stopped ? inner.framesPlayed : 0
+        // A start from stopped counts from 0 again: keep what the run before it played. The
+        // buffer queue restarts its count on the render thread, so a start soon after another
+        // may still read the count the earlier start is about to clear: that is no new run.
+        // (The player calls its voice under its own lock, one call at a time.)
+        let fromStopped = inner.state == .stopped
+        let count = inner.framesPlayed
         try inner.start(atHostTime: hostTime)
-        earlierRuns.withLock { $0 += ended }
+        guard fromStopped else { return }
+        earlierRuns.withLock { runs in
+            if count != runs.countAtLastStart { runs.frames += count }
+            runs.countAtLastStart = count
+        }
     }
 
     func pause() throws { try inner.pause() }

@@ -48,6 +48,9 @@ extension PlaySession {
                 if rendered < expected { try offline.writer.write(chunk) } else { try tail.add(chunk) }
                 rendered += frames
             }
+            // The delivery that told of the end holds the player until it returns; let it return,
+            // so the player goes here, on this thread.
+            eventQueue.sync {}
             if let error = track.events.ending?.error { report(error) }
             if !options.quiet { printError(track.summaryLine(seconds: HostTime.seconds(from: start, to: HostTime.now()))) }
         }

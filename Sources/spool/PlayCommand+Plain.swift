@@ -21,6 +21,12 @@ extension PlaySession {
                 let position = player.currentTime
                 for line in marks.lines(at: position) { printError(line) }
             }
+            if !quiet, track.events.ending?.successfully == true {
+                for line in marks.linesAtTheEnd() { printError(line) }
+            }
+            // The delivery that told of the end holds the player until it returns; let it return,
+            // so the player goes here, on this thread.
+            eventQueue.sync {}
             if let error = track.events.ending?.error { report(error) }
             if !quiet { printError(track.summaryLine(seconds: HostTime.seconds(from: start, to: HostTime.now()))) }
         }
@@ -60,6 +66,10 @@ struct QuarterMarks {
         lastPosition = position
         return lines + marks(upTo: Self.quarter(position, duration), at: position)
     }
+
+    /// The lines for the marks of the last pass not yet seen, once the file played to its end
+    /// (the last look may have come before its last quarter).
+    mutating func linesAtTheEnd() -> [String] { marks(upTo: 3, at: duration) }
 
     private mutating func marks(upTo quarter: Int, at position: Double) -> [String] {
         guard quarter > passed else { return [] }

@@ -88,6 +88,9 @@ extension PlaySession {
                 drain = false
             }
             screen.finishBlock()
+            // The delivery that told of the end holds the player until it returns; let it return,
+            // so the player goes here, on this thread.
+            eventQueue.sync {}
             if let error = track.events.ending?.error { report(error) }
             printError(track.summaryLine(seconds: HostTime.seconds(from: start, to: HostTime.now())))
             switch turn {
