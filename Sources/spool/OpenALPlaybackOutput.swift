@@ -10,8 +10,7 @@ enum OpenALPlaybackOutput {
             return PlaybackOutput(
                 backend: OpenALBackend(device: device),
                 description: "wav:\(wavPath) via openal (loopback, \(device.format))", notice: nil,
-                renderOffline: { frames in try device.render(frames: frames, to: writer) },
-                finish: { try writer.finish() })
+                offline: OfflineTarget(device: device, writer: writer))
         }
         let backend: OpenALBackend
         var notice: String?
@@ -30,6 +29,6 @@ enum OpenALPlaybackOutput {
         let device = backend.device
         let period = device.periodCount.map { "\(device.updateFrames) × \($0) frames" } ?? "\(device.updateFrames)-frame updates"
         return PlaybackOutput(backend: backend, description: "\(device.name) via openal (\(device.format), \(period))",
-                              notice: notice, renderOffline: nil, finish: nil)
+                              notice: notice, offline: nil)
     }
 }

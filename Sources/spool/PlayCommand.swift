@@ -1,38 +1,109 @@
 import Foundation
+import Glibc
 import Spool
 
-/// `spool play FILE [--backend queue|openal] [--output default|null|wav:PATH] …`
+/// `spool play FILE… [--backend queue|openal] [--output default|null|alsa:NAME|wav:PATH] …`:
+/// plays files one after another through `AudioPlayer`, with a status display and keys on a
+/// terminal, plain progress lines elsewhere, or renders them offline to a WAV file.
 enum PlayCommand {
     static let help = """
-        usage: spool play FILE [--backend queue|openal] [--output default|null|alsa:NAME|wav:PATH]
-                               [--device-rate HZ] [--buffer-frames N] [--buffers N] [--volume X]
-                               [--pan X] [--rate X] [--loops N]
+        usage: spool play FILE... [--backend queue|openal] [--output default|null|alsa:NAME|wav:PATH]
+                                  [--device-rate HZ] [--buffer-frames N] [--buffers N] [--volume X]
+                                  [--pan X] [--rate X] [--time-stretch|--varispeed] [--loops N]
+                                  [--start SECONDS] [--quiet]
 
-        Plays FILE through a back-end: the buffer queue (default) or OpenAL Soft.
+        Plays each FILE in turn through a back-end: the buffer queue (default) or OpenAL Soft.
         --output default  the system's sound server or card; falls back to the null device,
                           with a one-line notice, where none can be opened
         --output null     a clock-paced device that plays to nowhere
         --output wav:PATH renders offline, as fast as the CPU allows, to a WAV file
+        --device-rate HZ  the output's rate (default: the first file's)
         --buffer-frames and --buffers set the output device's period size and count.
-        --loops N plays the file N more times (-1: until interrupted).
+        --volume X        0...1            --pan X   -1 (left)...1 (right)
+        --rate X          speed, 0.5...2; --time-stretch keeps the pitch (the default, as
+                          AVAudioPlayer), --varispeed lets it follow the speed
+        --loops N         plays each file N more times (-1: until stopped)
+        --start SECONDS   starts each file there
+        --quiet           prints nothing but errors
+
+        On a terminal it shows the file, elapsed time and duration, a progress bar, volume,
+        rate, loop and a level meter per channel, and takes keys:
+          space pause/resume   ←/→ seek -/+5 s   ↑/↓ volume -/+0.1   [/] rate -/+0.1
+          t time-stretch/varispeed   l loop on/off   n/p next/previous file   q quit
+        Elsewhere (a pipe, a log) it prints a line when a file starts, at each quarter of it,
+        and when it ends: "spool: played N frames in S s, U underruns".
         """
 
     struct Options {
         var backend = "queue"
         var output = "default"
         var configuration = OutputConfiguration()
-        var volume: Float = 1
-        var pan: Float = 0
-        var rate: Float = 1
-        var loops = 0
+        var settings = PlaySettings()
+        var quiet = false
+        var paths: [String] = []
     }
 
     static func run(_ words: [String]) throws {
         let args = try Arguments(words, valued: ["backend", "output", "device-rate", "buffer-frames", "buffers",
-                                                 "volume", "pan", "rate", "loops"], switches: ["help"])
+                                                 "volume", "pan", "rate", "loops", "start"],
+                                 switches: ["help", "time-stretch", "varispeed", "quiet"])
         if args.has("help") { print(help); return }
-        guard args.operands.count == 1, let path = args.operands.first else { throw UsageError("play needs exactly one FILE") }
+        let options = try parse(args)
+
+        // A name mistyped is told before anything plays, not after the files before it.
+        for path in options.paths where access(path, R_OK) != 0 {
+            throw AudioError(.fileNotFound, "\(path): cannot open: \(String(cString: strerror(errno)))")
+        }
+        // Without --device-rate the device runs at the first file's rate: no conversion for it.
+        // Files before the first that opens are reported once, here, and not tried again.
+        var configuration = options.configuration
+        var first = 0
+        var failure: AudioError?
+        if configuration.sampleRate == nil {
+            while first < options.paths.count, configuration.sampleRate == nil {
+                do {
+                    configuration.sampleRate = try DecoderRegistry.shared.open(path: options.paths[first]).format.sampleRate
+                } catch {
+                    let error = error as? AudioError ?? AudioError(.unsupportedFormat, "\(options.paths[first]): \(error)")
+                    printError("spool: \(error.message)")
+                    failure = failure ?? error
+                    first += 1
+                }
+            }
+            if let failure, first == options.paths.count { throw ExitFailure(failure) }
+        }
+        let device = DeviceShutdown()
+        let outcome = Result {
+            try play(options, configuration: configuration, first: first, failure: failure, device: device)
+        }
+        // Everything `play` made is gone now but the OpenAL device, which must close before the
+        // process exits and OpenAL Soft runs its own cleanup.
+        device.closeAndRelease(waitingAtMost: 1)
+        if let failure = try outcome.get() { throw ExitFailure(failure) }
+    }
+
+    /// Opens the output and plays the files on it.
+    /// - Returns: The first error reported, if any.
+    private static func play(_ options: Options, configuration: OutputConfiguration, first: Int, failure: AudioError?,
+                             device: DeviceShutdown) throws -> AudioError? {
+        let output = try PlaybackOutput.open(backend: options.backend, output: options.output, configuration: configuration)
+        device.device = (output.backend as? OpenALBackend)?.device
+        if let notice = output.notice, !options.quiet { printError("spool: \(notice)") }
+        let session = PlaySession(options: options, output: output, first: first, failure: failure)
+        if output.offline != nil {
+            try session.renderOffline()
+        } else if !options.quiet, TerminalMode.isInteractive {
+            try session.playOnTerminal()
+        } else {
+            try session.playPlain()
+        }
+        return session.failure
+    }
+
+    static func parse(_ args: Arguments) throws -> Options {
         var options = Options()
+        options.paths = args.operands
+        guard !options.paths.isEmpty else { throw UsageError("play needs a FILE") }
         options.backend = args.string("backend") ?? "queue"
         guard ["queue", "openal"].contains(options.backend) else { throw UsageError("--backend is queue or openal") }
         options.output = args.string("output") ?? "default"
@@ -41,66 +112,95 @@ enum PlayCommand {
             channelCount: 2,
             periodFrames: try args.int("buffer-frames", in: 16...65_536) ?? 1024,
             periodCount: try args.int("buffers", in: 2...32) ?? 3)
-        options.volume = Float(try args.double("volume", in: 0...1) ?? 1)
-        options.pan = Float(try args.double("pan", in: -1...1) ?? 0)
-        options.rate = Float(try args.double("rate", in: 0.5...2) ?? 1)
-        options.loops = try args.int("loops", in: -1...1_000_000) ?? 0
-
-        let decoder = try DecoderRegistry.shared.open(path: path)
-        // Without --device-rate the device runs at the file's rate: no conversion at all.
-        if options.configuration.sampleRate == nil { options.configuration.sampleRate = decoder.format.sampleRate }
-        if options.output.hasPrefix("wav:"), options.loops < 0 {
+        var settings = PlaySettings()
+        settings.volume = Float(try args.double("volume", in: 0...1) ?? 1)
+        settings.pan = Float(try args.double("pan", in: -1...1) ?? 0)
+        settings.rate = Float(try args.double("rate", in: 0.5...2) ?? 1)
+        if args.has("time-stretch"), args.has("varispeed") { throw UsageError("--time-stretch and --varispeed exclude each other") }
+        settings.rateMode = args.has("varispeed") ? .varispeed : .timeStretch
+        settings.numberOfLoops = try args.int("loops", in: -1...1_000_000) ?? 0
+        settings.startSeconds = try args.double("start", in: 0...Double(Int32.max)) ?? 0
+        if options.output.hasPrefix("wav:"), settings.numberOfLoops < 0 {
             throw UsageError("--loops -1 would render forever; give a count with --output wav:PATH")
         }
-        let output = try PlaybackOutput.open(backend: options.backend, output: options.output,
-                                             configuration: options.configuration)
-        if let notice = output.notice { printError("spool: \(notice)") }
-        let voice = try output.backend.makeVoice(format: decoder.format)
-        try voice.setVolume(options.volume)
-        try voice.setPan(options.pan)
-        try voice.setPlaybackRate(options.rate)
-        let feeder = try VoiceFeeder(voice: voice, source: .decoder(decoder),
-                                     bufferFrames: max(1024, options.configuration.periodFrames * 2),
-                                     buffersAhead: 3, numberOfLoops: options.loops)
-        let done = DispatchSemaphore(value: 0)
-        let failure = LockedBox<AudioError?>(nil)
-        feeder.setCompletion { outcome in
-            if case .failed(let error) = outcome { failure.value = error }
-            done.signal()
-        }
-        try feeder.prime()
-        let start = HostTime.now()
-        try voice.start()
-        printError("spool: playing \(path) (\(decoder.format), \(String(format: "%.2f", decoder.duration)) s) on \(output.description)")
-        if let offline = output.renderOffline {
-            // Exactly the file's frames, converted to the device's rate and the playback rate.
-            let passes = Double(options.loops + 1)
-            let total = Int((Double(decoder.frameCount) * passes * output.backend.outputFormat.sampleRate
-                / decoder.format.sampleRate / Double(options.rate)).rounded())
-            try offline(total)
-            try output.finish?()
-        } else {
-            done.wait()
-            // What the device still holds plays out before the program exits.
-            Thread.sleep(forTimeInterval: voice.outputLatency)
-        }
-        let seconds = HostTime.seconds(from: start, to: HostTime.now())
-        let underruns = voice.underrunCount
-        printError("spool: played \(voice.framesPlayed) frames in \(String(format: "%.2f", seconds)) s, "
-                   + "\(underruns) underrun\(underruns == 1 ? "" : "s")")
-        voice.dispose()
-        if let error = failure.value { throw error }
+        options.quiet = args.has("quiet")
+        options.settings = settings
+        return options
     }
 }
 
-/// A value behind a lock, for results handed between threads.
-final class LockedBox<T: Sendable>: @unchecked Sendable {
-    // Sendable: `stored` is only touched with `lock` held.
-    private let lock = NSLock()
-    private var stored: T
-    init(_ value: T) { stored = value }
-    var value: T {
-        get { lock.withLock { stored } }
-        set { lock.withLock { stored = newValue } }
+/// The files of one `spool play`, the output they share, what the listener set and what
+/// went wrong. One `AudioPlayer` per file, made when its turn comes.
+final class PlaySession {
+    typealias Options = PlayCommand.Options
+    let options: Options
+    let output: PlaybackOutput
+    /// The first file to play: those before it did not open.
+    let first: Int
+    /// What the listener set, carried from file to file.
+    var settings: PlaySettings
+    /// The first error reported; the command exits with status 1 when there is one.
+    private(set) var failure: AudioError?
+    /// Where the players deliver their events: a queue of the command's own (the main
+    /// thread runs the command's loop, not a dispatch main queue).
+    let eventQueue = DispatchQueue(label: "spool.play.events")
+
+    init(options: Options, output: PlaybackOutput, first: Int, failure: AudioError?) {
+        self.options = options
+        self.output = output
+        self.first = first
+        self.failure = failure
+        settings = options.settings
+    }
+
+    var paths: [String] { options.paths }
+    /// The files to play, from the first that opened.
+    var playable: Range<Int> { first..<paths.count }
+
+    /// Prints `error` as the command's one line for it and remembers it for the exit status.
+    func report(_ error: AudioError) {
+        printError("spool: \(error.message)")
+        failure = failure ?? error
+    }
+
+    /// Makes the player for file `index`.
+    func makeTrack(_ index: Int) throws -> PlayTrack {
+        try PlayTrack(path: paths[index], backend: output.backend, eventQueue: eventQueue, settings: settings)
+    }
+
+    /// Runs `body`, reporting the error it throws instead of ending the command.
+    /// - Returns: What `body` returned, or nil when it failed.
+    func reporting<T>(_ body: () throws -> T) -> T? {
+        do { return try body() } catch let error as AudioError {
+            report(error)
+        } catch {
+            report(AudioError(.invalidState, "\(error)"))
+        }
+        return nil
+    }
+}
+
+/// The OpenAL device `spool play` opened, closed and let go of on the main thread before the
+/// process exits.
+///
+/// OpenAL Soft frees what is left at exit (`alc_cleanup`, an `atexit` handler); a device that
+/// closes on another thread meanwhile crashes the process. The device's pump thread and
+/// the null device's clock thread hold it while they work, so when the program lets go of it
+/// during such a pass, that thread closes it, however late.
+final class DeviceShutdown {
+    var device: OpenALDevice?
+
+    /// Closes the device, waits for its threads to end their current pass (after `close()`
+    /// they take it no more), then lets go of it here, so OpenAL's device and context are
+    /// freed on this thread before this returns; waits up to `seconds` for anything else that
+    /// held it.
+    func closeAndRelease(waitingAtMost seconds: Double) {
+        weak let watched = device
+        guard watched != nil else { return }
+        device?.close()
+        Thread.sleep(forTimeInterval: 0.03)
+        device = nil
+        let deadline = Date().addingTimeInterval(seconds)
+        while watched != nil, Date() < deadline { Thread.sleep(forTimeInterval: 0.002) }
     }
 }

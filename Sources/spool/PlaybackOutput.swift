@@ -6,10 +6,9 @@ struct PlaybackOutput {
     let backend: any PlaybackBackend
     let description: String
     let notice: String?
-    /// Renders the given number of frames offline; nil for a real-time output.
-    let renderOffline: ((Int) throws -> Void)?
-    /// Completes an offline render (the WAV header).
-    let finish: (() throws -> Void)?
+    /// For `wav:PATH`: the device rendered on demand and the file it renders into; nil for a
+    /// real-time output.
+    let offline: OfflineTarget?
 
     static func open(backend name: String, output: String, configuration: OutputConfiguration) throws -> PlaybackOutput {
         let configuration = try configuration.validated()
@@ -25,8 +24,7 @@ struct PlaybackOutput {
                 let writer = try WAVFileWriter(path: wavPath, format: device.format)
                 return PlaybackOutput(
                     backend: backend, description: "wav:\(wavPath) via queue (offline, \(device.format))", notice: nil,
-                    renderOffline: { frames in try device.render(frames: frames, to: writer) },
-                    finish: { try writer.finish() })
+                    offline: OfflineTarget(device: device, writer: writer))
             }
             let target: OutputTarget
             do { target = try OutputTarget(parsing: output) } catch is AudioError {
@@ -37,9 +35,15 @@ struct PlaybackOutput {
             return PlaybackOutput(
                 backend: backend,
                 description: "\(device.name) via queue (\(device.format), \(device.periodFrames) × \(device.periodCount) frames)",
-                notice: notice, renderOffline: nil, finish: nil)
+                notice: notice, offline: nil)
         default:
             return try OpenALPlaybackOutput.open(output: output, wavPath: wavPath, configuration: configuration)
         }
     }
+}
+
+/// A device rendered on demand and the WAV file its frames go to.
+struct OfflineTarget {
+    let device: any OfflineRendering
+    let writer: WAVFileWriter
 }
