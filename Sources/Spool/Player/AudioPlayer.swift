@@ -107,6 +107,8 @@ public final class AudioPlayer: Sendable {
         var rateMode = RateMode.timeStretch
         var numberOfLoops = 0
         var isMeteringEnabled = false
+        /// Underruns of voices the player no longer has.
+        var underrunsBefore = 0
         var meters: [(average: Float, peak: Float)] = []
     }
 
@@ -250,6 +252,11 @@ public final class AudioPlayer: Sendable {
     /// The device clock, in seconds: the time base of `play(atTime:)` (`HostTime`, the
     /// monotonic clock, as seconds). The corresponding Apple property is `deviceCurrentTime`.
     public var deviceCurrentTime: TimeInterval { Double(HostTime.now()) / 1e9 }
+
+    /// Times the voice ran dry while playing (a refill came too late), over the player's life.
+    public var underrunCount: Int {
+        control.withLock { c in c.underrunsBefore + (c.voice?.underrunCount ?? 0) }
+    }
 
     /// Seconds from a frame being taken into the output to its being heard: the device's and
     /// the back-end's buffering (what `AVAudioSession.outputLatency` reports on iOS).
@@ -441,10 +448,7 @@ public final class AudioPlayer: Sendable {
     /// it applies at any time.
     /// - Throws: The back-end's or decoder's error.
     public func setEnableRate(_ enabled: Bool) throws {
-        try control.withLock { c in
-            c.enableRate = enabled
-            try applyRate(&c)
-        }
+        try control.withLock { c in try changeRate(&c) { $0.enableRate = enabled } }
     }
 
     /// Sets the speed. With the pitch kept, a change from or to 1 restarts the stream at the
@@ -456,19 +460,13 @@ public final class AudioPlayer: Sendable {
         guard rate.isFinite, (0.5...2).contains(rate) else {
             throw AudioError(.invalidParameter, "rate must be within 0.5...2, not \(rate)")
         }
-        try control.withLock { c in
-            c.rate = rate
-            try applyRate(&c)
-        }
+        try control.withLock { c in try changeRate(&c) { $0.rate = rate } }
     }
 
     /// Chooses pitch-preserving or varispeed `rate`.
     /// - Throws: The back-end's or decoder's error.
     public func setRateMode(_ mode: RateMode) throws {
-        try control.withLock { c in
-            c.rateMode = mode
-            try applyRate(&c)
-        }
+        try control.withLock { c in try changeRate(&c) { $0.rateMode = mode } }
     }
 
     // MARK: Metering
@@ -549,6 +547,7 @@ public final class AudioPlayer: Sendable {
         let run = c.run
         guard let lost = ending.withLock({ $0.run == run && $0.ended ? $0.voiceLost : nil }) else { return }
         if lost {
+            c.underrunsBefore += c.voice?.underrunCount ?? 0
             c.voice?.dispose()
             c.voice = nil
             c.feeder = nil
@@ -613,6 +612,18 @@ public final class AudioPlayer: Sendable {
 
     private func varispeedRate(_ c: Control) -> Float {
         c.enableRate && c.rateMode == .varispeed ? c.rate : 1
+    }
+
+    /// Changes a rate setting; when the change cannot be carried out, the settings before it
+    /// are put back (and carried out again), so a refused change leaves the player as it was.
+    private func changeRate(_ c: inout Control, _ change: (inout Control) -> Void) throws {
+        let before = (c.enableRate, c.rate, c.rateMode)
+        change(&c)
+        do { try applyRate(&c) } catch {
+            (c.enableRate, c.rate, c.rateMode) = before
+            try? applyRate(&c)
+            throw error
+        }
     }
 
     /// Sends the rate settings to the voice and the stream; a time-stretch stage put in or
