@@ -63,10 +63,16 @@ struct PlayerSoundServerTests {
         let recorder = try MonitorRecorder(source: sink.monitor)
         let backend = try Self.backend(kind, on: sink, periodFrames: 256)
         let effects = try SoundEffects(backend: backend)
-        // 32 tones of different pitch, 0.5 s each, at 0.03: their sum stays under full scale.
+        // 32 bursts of noise, 0.5 s each, uniform in ±0.06 (RMS 0.035): independent noises add
+        // in power and never cancel, as tones could, so a quiet 5 ms window inside the burst is
+        // a real dropout; 32 at once stay under full scale.
+        var generator = SystemRandomNumberGenerator()
         let sounds = try (0..<32).map { k in
-            try SystemSound(buffer: sine(500 + 37 * Double(k), frames: 24_000, format: stereo48, amplitude: 0.03),
-                            name: "tone \(k)", effects: effects)
+            let noise = (0..<24_000).flatMap { _ -> [Float] in
+                let v = Float.random(in: -0.06...0.06, using: &generator)
+                return [v, v]
+            }
+            return try SystemSound(buffer: PCMBuffer(format: stereo48, samples: noise), name: "noise \(k)", effects: effects)
         }
         let completions = Locked(0)
         for sound in sounds { sound.addCompletion { _ in completions.withLock { $0 += 1 } } }
