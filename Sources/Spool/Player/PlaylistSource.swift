@@ -48,6 +48,8 @@ struct PlaylistPlan: Sendable {
     var changes: [PlaylistChange] = []
     /// The item that started last.
     var lastStarted: Int?
+    /// Frames of the item the stream started with at the last seek.
+    var startFrameCount = 0
 
     /// The item after `id` in play order under the repeat mode; nil at the end.
     func next(after id: Int) -> Int? {
@@ -113,8 +115,9 @@ final class PlaylistSource: AudioDecoder, @unchecked Sendable {
 
     var info: AudioFileInfo { AudioFileInfo(container: "playlist", codec: "items") }
     var warnings: [DecodeWarning] { current?.decoder.warnings ?? [] }
-    /// The frames of the item the stream starts with.
-    var frameCount: Int { current?.decoder.frameCount ?? 0 }
+    /// The frames of the item the stream starts with (any thread may ask: the player clamps
+    /// its seeks with it).
+    var frameCount: Int { plan.withLock { $0.startFrameCount } }
     var isFrameCountExact: Bool { false }
 
     func read(into buffer: UnsafeMutableBufferPointer<Float>) throws -> Int {
@@ -166,7 +169,9 @@ final class PlaylistSource: AudioDecoder, @unchecked Sendable {
         streamFrames = 0
         position = frame
         let started = current?.id
+        let count = current?.decoder.frameCount ?? 0
         let isNew = plan.withLock { p -> Bool in
+            p.startFrameCount = count
             p.starts = started.map { [(0, $0)] } ?? []
             p.selected = started
             guard let started, started != p.lastStarted else { return false }
