@@ -99,13 +99,15 @@ public final class SystemSound: Sendable {
     @discardableResult
     public func play() throws -> SoundPlay {
         guard !isDisposed else { throw AudioError(.invalidState, "\(name): the sound was disposed") }
-        // The play keeps the sound until it has finished, so its completions run even when the
-        // program let go of it meanwhile.
-        return try effects.play(buffer, priority: priority) { self.playFinished() }
+        // Held weakly: a play must not keep its sound (and, through it, the output) alive, or
+        // a play that never finishes (its device no longer rendered) would hold both for ever.
+        return try effects.play(buffer, priority: priority) { [weak self] in self?.playFinished() }
     }
 
     /// Adds a handler to run, on the output's `eventQueue`, each time a play of this sound has
     /// finished: after its last frame has been mixed, or once it was stopped to make room.
+    /// Completions run while the program keeps the sound; a play of a sound let go of plays to
+    /// its end without them.
     /// - Returns: A token for `removeCompletion(_:)`.
     /// The corresponding Apple call is `AudioServicesAddSystemSoundCompletion`.
     @discardableResult
