@@ -241,7 +241,7 @@ public final class Playlist: Sendable {
                 p.order = p.insertion
                 return
             }
-            var generator = SeededGenerator(seed: seed)
+            var generator = SplitMix(seed: seed)
             let current = currentID(p, now)
             var rest = p.insertion.filter { $0 != current }
             rest.shuffle(using: &generator)
@@ -310,18 +310,5 @@ private final class PlaylistMonitor: AudioPlayerDelegate, @unchecked Sendable {
 
     func audioPlayerDidFinishPlaying(_ player: AudioPlayer, successfully flag: Bool) {
         playlist?.report(finished: true)
-    }
-}
-
-/// SplitMix64: a small seedable random source for shuffles.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
