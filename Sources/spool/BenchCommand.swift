@@ -30,6 +30,9 @@ enum BenchCommand {
                 AudioPlayer against a bare voice: play() → first frame on the null device
                 (p50/p99), CPU of plain, time-stretched and varispeed playback, and the
                 resident set while it plays a long file (default: a synthesised 8-minute WAV)
+          effects [--voices N] [--seconds S] [--runs N] [--triggers N] [--json PATH]
+                N system sounds at once offline (SoundEffects on each back-end, against OpenAL
+                Soft's static buffers), CPU per voice; and play() → first frame at 128 × 3
           stretch [FILE] [--seconds S] [--runs N] [--tempi LIST] [--sweep] [--json PATH]
                 time-stretch (pitch kept) CPU per second against decode + copy, at tempi 1.5 and
                 0.75 by default, and its duration and frequency errors; --sweep compares settings
@@ -48,6 +51,7 @@ enum BenchCommand {
         case "resample": try ResampleBench.run(rest)
         case "player": try PlayerBench.run(rest)
         case "stretch": try StretchBench.run(rest)
+        case "effects": try EffectsBench.run(rest)
         case "--help", "-h": print(help)
         default: throw UsageError("unknown benchmark '\(name)'")
         }
