@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import SpoolCore
 import SpoolDecoding
+import SpoolOpenAL
 
 /// The output short sounds play on (System Sound Services' one shared output): a back-end,
 /// voices at the back-end's own format kept for reuse, and a limit on how many sounds play at
@@ -11,6 +12,10 @@ import SpoolDecoding
 /// layout (and kept so in `cache`, keyed by file and output format), so playing one only
 /// copies frames into the mix: no resampling, no decoding. A sound may overlap itself any
 /// number of times, up to the limit.
+///
+/// On the OpenAL back-end each sound is uploaded once into a static OpenAL buffer, shared by
+/// every source that plays it; on the buffer queue each play is a voice of the seam, kept for
+/// reuse, fed the sound's own frames (no copy).
 ///
 /// **Voice limit and stealing.** At most `voiceLimit` plays sound at once. A play past the limit
 /// takes the voice of the oldest play among those of the lowest priority, if that priority is
@@ -39,7 +44,7 @@ public final class SoundEffects: Sendable {
     private struct Play {
         let serial: Int
         let priority: Int
-        let voice: any PlaybackVoice
+        let voice: EffectVoice
         let done: @Sendable () -> Void
     }
 
@@ -86,9 +91,10 @@ public final class SoundEffects: Sendable {
     /// Plays `buffer` (in `format`) once, at unity gain; `done` runs on `eventQueue` once it
     /// has played its last frame, or was stopped to make room.
     /// - Returns: The play, to follow or stop.
-    func play(_ buffer: PCMBuffer, priority: Int, done: @escaping @Sendable () -> Void) throws -> SoundPlay {
-        let (victim, reused) = try state.withLock { s -> ((any PlaybackVoice)?, (any PlaybackVoice)?) in
-            var victim: (any PlaybackVoice)?
+    func play(_ buffer: PCMBuffer, staticBuffer: OpenALStaticBuffer?, priority: Int,
+              done: @escaping @Sendable () -> Void) throws -> SoundPlay {
+        let (victim, reused) = try state.withLock { s -> (EffectVoice?, (any PlaybackVoice)?) in
+            var victim: EffectVoice?
             if s.playing.count >= voiceLimit {
                 guard let oldest = s.playing.values.min(by: { ($0.priority, $0.serial) < ($1.priority, $1.serial) }),
                       oldest.priority <= priority else {
@@ -96,29 +102,70 @@ public final class SoundEffects: Sendable {
                         "all \(voiceLimit) sound effect voices play sounds of a higher priority than \(priority)")
                 }
                 victim = oldest.voice
-                let id = ObjectIdentifier(oldest.voice)
-                s.stopping[id] = s.playing.removeValue(forKey: id)
+                s.stopping[oldest.voice.id] = s.playing.removeValue(forKey: oldest.voice.id)
             }
-            return (victim, s.idle.popLast())
+            return (victim, staticBuffer == nil ? s.idle.popLast() : nil)
         }
-        // The stolen play stops (its finish hands it back and runs its completion).
-        if let victim { try? victim.stop(immediately: true) }
-        let voice = try reused ?? makeVoice()
+        // The stolen play stops; its completion runs when its voice reports the stop (a static
+        // source reports nothing when told to stop, so its finish is taken here).
+        if let victim {
+            switch victim {
+            case .seam(let voice): try? voice.stop(immediately: true)
+            case .staticSource(let source):
+                try? source.stop()
+                finished(victim, lost: false)
+            }
+        }
+        let voice: EffectVoice
+        if let staticBuffer {
+            let source = try staticBuffer.device.makeStaticSource(playing: staticBuffer, priority: priority)
+            voice = .staticSource(source)
+            source.setFinishedHandler { [weak self, weak source] in
+                guard let self, let source else { return }
+                self.finished(.staticSource(source), lost: false)
+            }
+        } else {
+            voice = .seam(try reused ?? makeVoice())
+        }
         do {
             state.withLock { s in
                 s.serial += 1
-                s.playing[ObjectIdentifier(voice)] = Play(serial: s.serial, priority: priority, voice: voice, done: done)
+                s.playing[voice.id] = Play(serial: s.serial, priority: priority, voice: voice, done: done)
             }
-            try voice.setVolume(1)
-            try voice.enqueue(buffer)
-            try voice.stop(immediately: false)
-            let play = SoundPlay(voice: voice)
-            try voice.start()
+            let play = SoundPlay(voice: voice, effects: self)
+            switch voice {
+            case .seam(let seamVoice):
+                try seamVoice.setVolume(1)
+                try seamVoice.enqueue(buffer)
+                try seamVoice.stop(immediately: false)
+                try seamVoice.start()
+            case .staticSource(let source):
+                try source.play()
+            }
             return play
         } catch {
-            _ = state.withLock { $0.playing.removeValue(forKey: ObjectIdentifier(voice)) }
+            _ = state.withLock { $0.playing.removeValue(forKey: voice.id) }
             voice.dispose()
             throw error
+        }
+    }
+
+    /// A buffer of OpenAL Soft's own, uploaded once, when this output plays on OpenAL: every
+    /// play of the sound is then a static source on it, and OpenAL mixes it without a copy.
+    func staticBuffer(for buffer: PCMBuffer) throws -> OpenALStaticBuffer? {
+        guard let openAL = backend as? OpenALBackend else { return nil }
+        return try openAL.device.makeStaticBuffer(buffer)
+    }
+
+    /// Stops a play early (with the back-end's fade); its completion runs.
+    func stop(_ voice: EffectVoice) throws {
+        switch voice {
+        case .seam(let seamVoice): if seamVoice.isPlaying { try seamVoice.stop(immediately: true) }
+        case .staticSource(let source):
+            let playing = state.withLock { $0.playing[voice.id] != nil }
+            guard playing else { return }
+            try source.stop()
+            finished(voice, lost: false)
         }
     }
 
@@ -126,38 +173,81 @@ public final class SoundEffects: Sendable {
         let voice = try backend.makeVoice(format: format)
         voice.addFinishedHandler { [weak self, weak voice] finish in
             guard let self, let voice else { return }
-            self.finished(voice, finish)
+            if case .ended = finish { self.finished(.seam(voice), lost: true) } else { self.finished(.seam(voice), lost: false) }
         }
         return voice
     }
 
-    private func finished(_ voice: any PlaybackVoice, _ finish: VoiceFinish) {
+    /// A play's voice reports its end (or, for a static source told to stop, the stop itself):
+    /// the play leaves the books, its completion runs, and a seam voice goes back to the idle
+    /// ones (unless the back-end took it away); a static source gives back its OpenAL source.
+    private func finished(_ voice: EffectVoice, lost: Bool) {
         let play = state.withLock { s -> Play? in
-            let id = ObjectIdentifier(voice)
-            let play = s.playing.removeValue(forKey: id) ?? s.stopping.removeValue(forKey: id)
-            // A voice the back-end took away is not reused.
-            if case .ended = finish {} else if s.idle.count < voiceLimit { s.idle.append(voice) }
+            let play = s.playing.removeValue(forKey: voice.id) ?? s.stopping.removeValue(forKey: voice.id)
+            if case .seam(let seamVoice) = voice, !lost, s.idle.count < voiceLimit { s.idle.append(seamVoice) }
             return play
         }
-        if let play { eventQueue.async { play.done() } }
+        guard let play else { return }
+        eventQueue.async {
+            if case .staticSource(let source) = voice { source.dispose() }
+            play.done()
+        }
+    }
+}
+
+/// What plays one sound: a voice of the seam (reused), or on OpenAL a static source on the
+/// sound's own OpenAL buffer (one per play).
+enum EffectVoice: Sendable {
+    case seam(any PlaybackVoice)
+    case staticSource(OpenALStaticSource)
+
+    var id: ObjectIdentifier {
+        switch self {
+        case .seam(let voice): ObjectIdentifier(voice)
+        case .staticSource(let source): ObjectIdentifier(source)
+        }
+    }
+
+    func dispose() {
+        switch self {
+        case .seam(let voice): voice.dispose()
+        case .staticSource(let source): source.dispose()
+        }
     }
 }
 
 /// One play of a `SystemSound`: what `play()` returns, to follow it or stop it early.
 public struct SoundPlay: Sendable {
-    fileprivate let voice: any PlaybackVoice
+    fileprivate let voice: EffectVoice
+    fileprivate weak var effects: SoundEffects?
 
-    /// Frames of the sound taken into the output so far (0 until it starts; the whole sound
-    /// once it has played, until its voice plays another).
-    public var framesPlayed: Int { voice.framesPlayed }
-    /// Whether it is still playing (false once it has played out or was stopped).
-    public var isPlaying: Bool { voice.isPlaying }
-    /// Seconds from a frame being mixed to its being heard.
-    public var outputLatency: Double { voice.outputLatency }
-
-    /// Stops this play with the back-end's 5 ms fade; its completion runs.
-    /// - Throws: The back-end's error.
-    public func stop() throws {
-        if voice.isPlaying { try voice.stop(immediately: true) }
+    /// Frames of the sound taken into the output so far (0 until it starts). Once it has
+    /// played out it reads the whole sound on the buffer queue and 0 on OpenAL's static
+    /// sources (`AL_SAMPLE_OFFSET` of a stopped source), until its voice plays another.
+    public var framesPlayed: Int {
+        switch voice {
+        case .seam(let seamVoice): seamVoice.framesPlayed
+        case .staticSource(let source): source.framesPlayed
+        }
     }
+
+    /// Whether it is still playing (false once it has played out or was stopped).
+    public var isPlaying: Bool {
+        switch voice {
+        case .seam(let seamVoice): seamVoice.isPlaying
+        case .staticSource(let source): source.isPlaying
+        }
+    }
+
+    /// Seconds from a frame being mixed to its being heard.
+    public var outputLatency: Double {
+        switch voice {
+        case .seam(let seamVoice): seamVoice.outputLatency
+        case .staticSource(let source): source.device.outputLatency
+        }
+    }
+
+    /// Stops this play with the back-end's fade; its completion runs.
+    /// - Throws: The back-end's error.
+    public func stop() throws { try effects?.stop(voice) }
 }
