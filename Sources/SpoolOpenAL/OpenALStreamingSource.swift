@@ -58,6 +58,9 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
     /// and on a device mixing in real time what plays between two pump passes.
     let dryFrames: Int
     let outbox = Locked(Outbox())
+    /// OpenAL has reported a source latency other than 0: the sound server's timing has come,
+    /// and a 0 from then on is a real figure (a stream drained dry), not a missing one.
+    private let latencyTimingSeen = Atomic<Bool>(false)
 
     /// A chunk of converted audio queued on the OpenAL source, and the count of source frames
     /// the converter had taken before and after making it.
@@ -386,8 +389,17 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
 
     /// Seconds from a frame being mixed to its being heard: OpenAL's own figure
     /// (`AL_SEC_OFFSET_LATENCY_SOFT`, `AL_SOFT_source_latency`), plus the null device's
-    /// virtual buffer.
-    public var outputLatency: Double {
+    /// virtual buffer. Until a sound server has sent its first timing update, the device
+    /// buffer OpenAL Soft asked for (`isLatencyReported` is false then).
+    public var outputLatency: Double { latency().seconds }
+
+    /// Whether `outputLatency` is a figure the output reported (OpenAL's, on a sound server;
+    /// the virtual buffer's, on the null device; 0 on a loopback device), rather than the
+    /// requested device buffer assumed while a sound server has sent no timing yet. Once
+    /// reported, it stays reported: a 0 from OpenAL after that is the server's own figure.
+    public var isLatencyReported: Bool { latency().isReported }
+
+    private func latency() -> (seconds: Double, isReported: Bool) {
         let openAL = (try? device.perform { _ in
             locked.withLock { st -> Double in
                 guard let source = st.source else { return 0 }
@@ -397,15 +409,18 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
             }
         }) ?? 0
         if let clock = device.clock {
-            return openAL + Double(clock.queuedFrames(now: HostTime.now())) / device.format.sampleRate
+            return (openAL + Double(clock.queuedFrames(now: HostTime.now())) / device.format.sampleRate, true)
         }
-        if openAL == 0, !device.rendersOnDemand {
+        if device.rendersOnDemand { return (openAL, true) }
+        if openAL != 0 {
+            latencyTimingSeen.store(true, ordering: .relaxed)
+        } else if !latencyTimingSeen.load(ordering: .relaxed) {
             // A sound server reports no latency until its first timing update arrives (about
             // 2 s after a stream opens on an idle PulseAudio sink); until then the device
             // buffer OpenAL Soft asked for is the best estimate.
-            return device.requestedBufferSeconds
+            return (device.requestedBufferSeconds, false)
         }
-        return openAL
+        return (openAL, true)
     }
 
     /// Changes the source's parameters under the device and state locks, on a usable source.

@@ -94,6 +94,9 @@ public final class PrivateNullSink {
 /// Records a PulseAudio source (a sink's monitor) as mono Float32 at 48 kHz with `parec`, in the background.
 public final class MonitorRecorder {
     public let sampleRate = 48_000
+    /// `CLOCK_MONOTONIC` nanoseconds (`HostTime`) when `stop()` ended the recording; 0 before.
+    public private(set) var stopHostTime: UInt64 = 0
+    private var sampleCount = 0
     private let path: String
     private let process = Process()
     private let file: FileHandle
@@ -121,14 +124,27 @@ public final class MonitorRecorder {
 
     /// Stops recording and returns the samples.
     public func stop() throws -> [Float] {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        stopHostTime = UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
         // SIGKILL: a child spawned from a dispatch worker inherits a mask that blocks SIGTERM.
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
         try file.close()
         let data = try Data(contentsOf: URL(fileURLWithPath: path))
+        sampleCount = data.count / 4
         return data.withUnsafeBytes { raw in
             (0..<(data.count / 4)).map { Float(bitPattern: UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: $0 * 4, as: UInt32.self))) }
         }
+    }
+
+    /// When sample `index` of the stopped recording reached the monitor, in `HostTime`
+    /// nanoseconds, counted back from the stop: the last sample kept is taken to have arrived
+    /// as the recording stopped. The start is no anchor (the monitor drops leading silence after
+    /// idling); this one is late by what `parec` had not yet written when it was killed (its
+    /// 20 ms fragment, more on a loaded machine), never early.
+    public func hostTime(ofSample index: Int) -> UInt64 {
+        stopHostTime &- UInt64((Double(sampleCount - index) * 1e9 / Double(sampleRate)).rounded())
     }
 }
 

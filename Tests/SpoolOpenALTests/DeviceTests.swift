@@ -43,26 +43,40 @@ struct DeviceTests {
         #expect(device.name == "null")
         #expect(device.periodCount == 3)
         let tone = try pcm(sine(frequency: 440, frames: 48_000, channels: 2))
-        let voice = try backend.makeVoice(format: stereo48)
+        let voice = try #require(try backend.makeVoice(format: stereo48) as? OpenALStreamingSource)
         // Each buffer goes round again from the consumed handler; note which thread runs it.
         let threads = Locked<Set<UInt>>([])
-        voice.addBufferConsumedHandler { [weak voice] buffer in
+        _ = voice.addBufferConsumedHandler { [weak voice] buffer in
             threads.withLock { _ = $0.insert(UInt(pthread_self())) }
             try? voice?.enqueue(buffer)
         }
         for i in 0..<3 { try voice.enqueue(try tone.slice(frames: (i * 2048)..<((i + 1) * 2048))) }
         let started = HostTime.now()
         try voice.start()
-        Thread.sleep(forTimeInterval: 0.4)
+        // The latency, sampled while it plays: the backend's (the virtual buffer), the voice's
+        // (OpenAL's figure for the source on top), and whether the voice's was reported.
+        var latencies: [(device: Double, voice: Double, reported: Bool)] = []
+        for _ in 0..<20 {
+            Thread.sleep(forTimeInterval: 0.02)
+            latencies.append((backend.outputLatency, voice.outputLatency, voice.isLatencyReported))
+        }
         let played = voice.framesPlayed
         let elapsed = HostTime.seconds(from: started, to: HostTime.now())
-        let latency = backend.outputLatency
         try voice.stop(immediately: true)
         // Played as fast as the virtual card takes audio: elapsed time plus what it holds ahead.
         let expected = elapsed * 48_000
         #expect(Double(played) > expected - 0.05 * 48_000, "played \(played) frames in \(elapsed) s")
         #expect(Double(played) < expected + 3 * 480 + 0.05 * 48_000, "played \(played) frames in \(elapsed) s")
-        #expect(latency >= 0 && latency <= 3 * 480 / 48_000 + 0.001, "latency \(latency) s")
+        // The virtual card holds 2…3 periods after each render, never more than 3; a render
+        // that comes late (a loaded machine) leaves less, so only the median is held to a
+        // whole mixer update.
+        let period = 480.0 / 48_000
+        for (name, values) in [("device", latencies.map(\.device)), ("voice", latencies.map(\.voice))] {
+            let sorted = values.sorted()
+            #expect(sorted[sorted.count / 2] >= period, "\(name) latency median \(sorted[sorted.count / 2]) s, under one update")
+            #expect(sorted.last! <= 3 * period + 0.001, "\(name) latency up to \(sorted.last!) s, over the 3 periods the card holds")
+        }
+        #expect(latencies.allSatisfy { $0.reported }, "the null device's latency is its clock's, always known")
         #expect(voice.underrunCount == 0)
         #expect(device.renderedFrames > Int(0.3 * 48_000))
         // On the pump thread, never on the thread that renders (the null device's mixer).
