@@ -103,9 +103,9 @@ struct SoundServerTests {
         print("tone heard \(ms(offset)) ms after the reported latency predicts (readings spread "
               + "\(ms((predictions.last! - predictions.first!) * 1e-9)) ms)")
         // Loosely (the recording's clock is counted back from its end, late by what parec had
-        // not yet written; measured here: −7…+3 ms): within an update and 10 ms, a third of
-        // the latency itself.
-        #expect(abs(offset) <= update + 0.01,
+        // not yet written; measured here: −7…+3 ms): within 20 ms, under a third of the
+        // latency itself.
+        #expect(abs(offset) <= 0.02,
                 "the recording has the tone \(ms(offset)) ms after where the reported latency puts it")
     }
 
