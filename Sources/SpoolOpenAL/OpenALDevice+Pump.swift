@@ -37,6 +37,7 @@ extension OpenALDevice {
     func renderToNowhere(_ buffer: UnsafeMutablePointer<Float>, frames: Int) {
         alcRenderSamplesSOFT(context.device.pointer, buffer, Int32(frames))
         renderState.withLock { $0.renderedFrames += Int64(frames) }
+        if let tap = renderTap.withLock({ $0 }) { tap(UnsafePointer(buffer), frames) }
     }
 }
 

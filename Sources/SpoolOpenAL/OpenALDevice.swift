@@ -99,6 +99,9 @@ public final class OpenALDevice: Sendable {
     let renderState = Locked(RenderState())
     /// Tests set this to take the device-lost path without a sound server.
     let forcedDisconnect = Atomic<Bool>(false)
+    /// Tests set this to see what the null device renders: each period's interleaved stereo
+    /// frames, on the clock's thread, as rendered.
+    let renderTap = Locked<(@Sendable (UnsafePointer<Float>, Int) -> Void)?>(nil)
 
     /// What the device's lock guards: its source pool and the voices holding sources.
     struct Shared: Sendable {
