@@ -498,13 +498,29 @@ extension BufferCacheTests {
             let folder = try Folder()
             let path = folder.file("shared.wav")
             let written = try BufferCacheTests.writeWAV(path, frames: 4_000, seed: 13)
-            let cache = try BufferCache(budgetBytes: 1 << 20)
+            // libsndfile behind a gate: the file's one decode holds until every request has
+            // arrived, so the requests really overlap it (without the gate, on two cores, the
+            // first could finish before the others start, and they would only hit the cache).
+            let opens = Counter()
+            let gate = Gate()
+            let sndfile = DecoderFactory.sndfile
+            let registry = DecoderRegistry(factories: [DecoderFactory(name: "gated \(sndfile.name)", typeHints: sndfile.typeHints,
+                                                                      sniff: sndfile.sniff) { source in
+                opens.increment()
+                gate.pass()
+                return try sndfile.open(source)
+            }])
+            let cache = try BufferCache(budgetBytes: 1 << 20, registry: registry)
             let identities = try await withThrowingTaskGroup(of: ObjectIdentifier.self) { group in
                 for _ in 0..<16 { group.addTask { try await cache.loadBuffer(forPath: path).storageIdentifier } }
+                try await BufferCacheTests.waitUntil { cache.stats.misses == 16 }
+                gate.open()
                 return try await group.reduce(into: [ObjectIdentifier]()) { $0.append($1) }
             }
+            #expect(identities.count == 16)
             #expect(Set(identities).count == 1)
-            #expect(cache.stats.decodeCount == 1)
+            #expect(opens.value == 1, "the file was opened \(opens.value) times")
+            #expect((cache.stats.decodeCount, cache.stats.misses, cache.stats.hits) == (1, 16, 0))
             #expect(try await cache.loadBuffer(forPath: path).samples == written)
         }
 
