@@ -149,13 +149,14 @@ struct BufferQueueConcurrencyTests {
                 if queued < 0 || queued > 8 * Self.bufferFrames { storm.note("queuedFrames \(queued)") }
                 if levels.count != 2 || levels.contains(where: { !($0.peakPower <= 0.01) }) { storm.note("levels \(levels)") }
                 do { _ = try queue.prime() } catch { storm.note("prime threw \(error)") }
-                usleep(50)
+                usleep(200)
             }
         }
         if let offline {
             bodies.append {
                 while storm.isOn {
                     do { _ = try offline.render(frames: 256) } catch { storm.note("render threw \(error)") }
+                    usleep(100)  // other tests share the machine: render fast, not flat out
                 }
             }
         }
