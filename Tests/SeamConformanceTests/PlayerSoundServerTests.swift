@@ -100,20 +100,14 @@ struct PlayerSoundServerTests {
 }
 
 extension PlayerSoundServerTests {
-    /// A back-end playing to `sink`: the queue on ALSA `default` with its stream moved there,
-    /// OpenAL on the sink by name.
+    /// A back-end playing to `sink`: the queue on ALSA's PulseAudio plug-in opened on the sink
+    /// by name (`pulse:DEVICE=…`; moving a stream there instead could take another test's,
+    /// opened at the same moment), OpenAL on the sink by name.
     static func backend(_ kind: Backend, on sink: PrivateNullSink, periodFrames: Int) throws -> any PlaybackBackend {
         let configuration = OutputConfiguration(sampleRate: 48_000, channelCount: 2, periodFrames: periodFrames, periodCount: 3)
         switch kind {
         case .queue:
-            let before = try SoundServer.sinkInputs(ofProcess: getpid(), application: "ALSA plug-in")
-            let device = try ALSADevice(name: "default", configuration: configuration)
-            // The plugin's stream exists once the PCM is prepared, corked until the first write:
-            // move it to the test's sink before it plays.
-            for input in try SoundServer.sinkInputs(ofProcess: getpid(), application: "ALSA plug-in").subtracting(before) {
-                try sink.move(sinkInput: input)
-            }
-            return try BufferQueueBackend(device: device)
+            return try BufferQueueBackend(device: ALSADevice(name: "pulse:DEVICE=\(sink.name)", configuration: configuration))
         case .openAL:
             let names = OpenALDevice.availableDeviceNames()
             try #require(names.contains(sink.name), "OpenAL Soft does not list the sink: \(names)")
