@@ -238,6 +238,19 @@ struct OfflineDeviceTests {
 @Suite("NullDevice", .serialized)
 struct NullDeviceTests {
     @Test func pacesPeriodsByTheClockLikeADevice() throws {
+        // A machine busy enough to keep the device's thread from waking for a whole buffer
+        // (two cores, sanitizer builds, the suite's other tests) spoils a measurement: the
+        // device counts an xrun and restarts its virtual buffer. Such a run is measured again
+        // once; a device that paces wrongly fails both.
+        if try !measurePacing(final: false) {
+            print("NullDevice pacing: the device's thread missed its buffer on a busy machine; measuring again")
+            _ = try measurePacing(final: true)
+        }
+    }
+
+    /// One pacing measurement; with `final` false, returns false before asserting anything
+    /// when the run was spoiled by an xrun.
+    private func measurePacing(final: Bool) throws -> Bool {
         let rate = 48_000.0, period = 256, periods = 3
         let periodSeconds = Double(period) / rate
         let device = try NullDevice(configuration: OutputConfiguration(sampleRate: rate, channelCount: 2,
@@ -263,6 +276,7 @@ struct NullDeviceTests {
         // 20 ms of slack is for a loaded machine or a sanitizer build, where a wake-up is late.
         #expect(HostTime.seconds(from: stopCalledAt, to: stopReturnedAt) < 2 * periodSeconds + 0.02)
 
+        if !final && device.xrunCount > 0 { return false }
         // Frames rendered: the initial fill of P periods plus one per elapsed period.
         let elapsed = HostTime.seconds(from: startedAt, to: stopCalledAt)
         let rendered = callsAtStop.reduce(0) { $0 + $1.frames }
@@ -292,6 +306,7 @@ struct NullDeviceTests {
 
         // The render loop itself does not allocate.
         #expect(renderer.allocations == 0)
+        return true
     }
 
     @Test func startTwiceIsInvalidStateAndStopIsIdempotent() throws {
