@@ -9,7 +9,10 @@ final class DeviceHandle: @unchecked Sendable {
 
     init(pointer: OpaquePointer) { self.pointer = pointer }
 
-    deinit { alcCloseDevice(pointer) }
+    deinit {
+        let pointer = self.pointer
+        OpenALLibrary.use { _ = alcCloseDevice(pointer) }
+    }
 }
 
 /// Owns an `ALCcontext` on a `DeviceHandle` and destroys it (`alcDestroyContext`) when it

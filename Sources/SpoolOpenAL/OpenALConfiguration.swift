@@ -133,12 +133,20 @@ enum OpenALLibrary {
 
     static let state = Locked(State())
 
+    /// One device call at a time, process-wide (see `use`).
+    private static let deviceCalls = Locked(())
+
     /// Runs `body`, an OpenAL call that may be the library's first, after marking the
     /// library as started: an `apply()` that comes later knows the configuration is fixed,
     /// and one that came earlier has set the environment before OpenAL Soft reads it.
+    ///
+    /// The calls that open, list and close devices run one at a time across the process:
+    /// OpenAL Soft 1.19's PulseAudio driver frees and rebuilds its device list when devices
+    /// are listed, while an `alcOpenDevice` on another thread may be reading a name from it
+    /// (AddressSanitizer caught the use after free with two tests opening devices at once).
     static func use<R>(_ body: () throws -> R) rethrows -> R {
         state.withLock { $0.started = true }
-        return try body()
+        return try deviceCalls.withLock { _ in try body() }
     }
 
     static func apply(_ configuration: OpenALConfiguration) throws {
