@@ -61,7 +61,7 @@ struct PlayerSoundServerTests {
         }
         let sink = try PrivateNullSink()
         let recorder = try MonitorRecorder(source: sink.monitor)
-        let backend = try Self.backend(kind, on: sink, periodFrames: 256)
+        let backend = try Self.backend(kind, on: sink, periodFrames: 1024)
         let effects = try SoundEffects(backend: backend)
         // 32 bursts of noise, 0.5 s each, uniform in ±0.06 (RMS 0.035): independent noises add
         // in power and never cancel, as tones could, so a quiet 5 ms window inside the burst is

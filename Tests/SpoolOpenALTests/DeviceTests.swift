@@ -37,6 +37,18 @@ struct DeviceTests {
     }
 
     @Test func theNullDevicePlaysAtTheClocksPace() throws {
+        // On a busy machine (two cores, the suite's other tests) the pump may refill a buffer
+        // too late: that run is measured again once, saying why; a device that does not keep
+        // pace fails both.
+        if try !measureNullDevicePace(final: false) {
+            print("OpenAL null device: the voice ran dry on a busy machine; measuring again")
+            _ = try measureNullDevicePace(final: true)
+        }
+    }
+
+    /// One measurement; with `final` false, returns false before asserting anything when the
+    /// voice ran dry.
+    private func measureNullDevicePace(final: Bool) throws -> Bool {
         let backend = try OpenALBackend(.null(OutputConfiguration(sampleRate: 48_000, periodFrames: 480, periodCount: 3)))
         let device = backend.device
         defer { device.close() }
@@ -63,6 +75,7 @@ struct DeviceTests {
         let played = voice.framesPlayed
         let elapsed = HostTime.seconds(from: started, to: HostTime.now())
         try voice.stop(immediately: true)
+        if !final && voice.underrunCount > 0 { return false }
         // Played as fast as the virtual card takes audio: elapsed time plus what it holds ahead.
         let expected = elapsed * 48_000
         #expect(Double(played) > expected - 0.05 * 48_000, "played \(played) frames in \(elapsed) s")
@@ -84,6 +97,7 @@ struct DeviceTests {
         let mixerThread = try #require(device.clock).threadID.load(ordering: .acquiring)
         #expect(threads.withLock { $0 } == [pumpThread])
         #expect(pumpThread != mixerThread && mixerThread != 0)
+        return true
     }
 
     @Test func aLostDeviceStopsItsVoicesReportsAndMakesWayForAnother() throws {
