@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 parts=("$@")
 ((${#parts[@]})) || parts=(address thread fuzz)
 
-summary() { grep -E '^(✔|✘) Test run with' "$1" | tail -n 1 || true; }
+summary() { grep -E '^(✔|✘|━) Test run with' "$1" | tail -n 1 || true; }
 
 for part in "${parts[@]}"; do
     case "$part" in
