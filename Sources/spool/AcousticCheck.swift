@@ -143,16 +143,8 @@ enum AcousticCheck {
     /// Nanoseconds after `since` at which OpenAL says the voice's frame 0 was heard, from its
     /// source latency once frames have played; nil if none played within 3 s.
     static func openALHeard(_ voice: OpenALStreamingSource, since: UInt64, rate: Double) -> Double? {
-        let deadline = HostTime.now() + HostTime.nanoseconds(3)
-        while HostTime.now() < deadline {
-            let played = voice.framesPlayed
-            if played > 0 {
-                let elapsed = Double(Int64(bitPattern: HostTime.now() &- since))
-                return elapsed + (voice.outputLatency - Double(played) / rate) * 1e9
-            }
-            usleep(100)
-        }
-        return nil
+        firstFrameHeard(since: since, rate: rate, timeout: 3, played: { voice.framesPlayed },
+                        latency: { voice.outputLatency }).map { $0 * 1e9 }
     }
 
     static func click(rate: Double, channel: Int) -> [Float] {

@@ -151,16 +151,11 @@ enum EffectsBench {
             Thread.sleep(forTimeInterval: period * random.nextUnit())
             let t0 = HostTime.now()
             let play = try click.play()
-            let deadline = t0 + HostTime.nanoseconds(1)
-            while HostTime.now() < deadline {
-                let frames = play.framesPlayed
-                if frames > 0 {
-                    let heard = Double(HostTime.now()) + (play.outputLatency - Double(frames) / 48_000) * 1e9
-                    latencies.append((heard - Double(t0)) / 1e9)
-                    break
-                }
-                usleep(50)
+            if let heard = firstFrameHeard(since: t0, rate: 48_000, timeout: 1, played: { play.framesPlayed },
+                                           latency: { play.outputLatency }) {
+                latencies.append(heard)
             }
+            let deadline = t0 + HostTime.nanoseconds(1)
             // Let it play out, so the next trigger finds a free voice as a program's would.
             while play.isPlaying && HostTime.now() < deadline { usleep(200) }
         }

@@ -47,16 +47,8 @@ enum EffectsCommand {
             let token = sound.addCompletion { _ in done.signal() }
             let t0 = HostTime.now()
             let play = try sound.play()
-            var latency: Double?
-            let deadline = t0 + HostTime.nanoseconds(2)
-            while latency == nil && HostTime.now() < deadline {
-                let frames = play.framesPlayed
-                if frames > 0 {
-                    let heard = Double(HostTime.now()) + (play.outputLatency - Double(frames) / rate) * 1e9
-                    latency = (heard - Double(t0)) / 1e6
-                }
-                usleep(50)
-            }
+            let latency = firstFrameHeard(since: t0, rate: rate, played: { play.framesPlayed },
+                                          latency: { play.outputLatency }).map { $0 * 1000 }
             _ = done.wait(timeout: .now() + sound.buffer.duration + 2)
             sound.removeCompletion(token)
             let shown = latency.map { String(format: "%.2f ms", $0) } ?? "not seen within 2 s"

@@ -132,7 +132,7 @@ enum PlayerBench {
             Thread.sleep(forTimeInterval: period * random.nextUnit())
             var t0 = HostTime.now()
             try voice.start()
-            if let heard = firstHeard(after: t0, played: { voice.framesPlayed }, latency: { voice.outputLatency }) {
+            if let heard = firstFrameHeard(since: t0, rate: 48_000, played: { voice.framesPlayed }, latency: { voice.outputLatency }) {
                 voiceTimes.append(heard)
             } else {
                 voiceTimeouts += 1
@@ -145,7 +145,7 @@ enum PlayerBench {
             Thread.sleep(forTimeInterval: period * random.nextUnit())
             t0 = HostTime.now()
             try player.play()
-            if let heard = firstHeard(after: t0, played: { player.currentFrame }, latency: { player.outputLatency }) {
+            if let heard = firstFrameHeard(since: t0, rate: 48_000, played: { player.currentFrame }, latency: { player.outputLatency }) {
                 playerTimes.append(heard)
             } else {
                 playerTimeouts += 1
@@ -161,21 +161,6 @@ enum PlayerBench {
                      periods: periods, timing: "modelled")
         }
         return [row("voice", voiceTimes, voiceTimeouts), row("player", playerTimes, playerTimeouts)]
-    }
-
-    /// Seconds from `t0` to the first frame being heard: polled until frames have played, then
-    /// the moment frame 0 leaves the device, from what the output still holds ahead of it.
-    private static func firstHeard(after t0: UInt64, played: () -> Int, latency: () -> Double) -> Double? {
-        let deadline = t0 + HostTime.nanoseconds(2)
-        while HostTime.now() < deadline {
-            let frames = played()
-            if frames > 0 {
-                let heard = Double(HostTime.now()) + (latency() - Double(frames) / 48_000) * 1e9
-                return (heard - Double(t0)) * 1e-9
-            }
-            usleep(50)
-        }
-        return nil
     }
 
     private static func waitQuiet(_ done: () -> Bool) {
