@@ -58,6 +58,20 @@ public final class WAVFileWriter {
         try buffer.withUnsafeSamples { try write($0) }
     }
 
+    /// Drops what was written past the first `frames` frames.
+    /// - Throws: `AudioError.Code.writeFailed` when the file cannot be cut.
+    public func truncate(toFrames frames: Int) throws {
+        guard !finished, (0..<framesWritten).contains(frames) else { return }
+        let bytes = Self.header(format: format, frames: 0).count + frames * format.channelCount * 4
+        do {
+            try handle.truncate(atOffset: UInt64(bytes))
+            try handle.seekToEnd()
+        } catch {
+            throw AudioError(.writeFailed, "\(path): cannot cut the file to \(frames) frames", underlying: error)
+        }
+        framesWritten = frames
+    }
+
     /// Fills in the header's sizes and closes the file.
     public func finish() throws {
         guard !finished else { return }

@@ -2,36 +2,39 @@ import Foundation
 import Spool
 
 extension PlaySession {
-    /// Plays every file in real time without a terminal (a pipe, a log, CI): plain lines on
+    /// Plays the files in real time without a terminal (a pipe, a log, CI): plain lines on
     /// the standard error, no escape codes, no keys. A line when a file starts, one at each
     /// quarter of it (of each pass, when it loops), and its summary; with `--quiet` only errors.
     func playPlain() throws {
-        var played = false
-        for index in playable {
-            guard let track = reporting({ try makeTrack(index) }) else { continue }
-            let quiet = options.quiet
-            if !quiet { printError(track.startLine(on: output.description)) }
-            let player = track.player
-            var marks = QuarterMarks(startingAt: player.currentTime, duration: player.duration)
-            let start = HostTime.now()
-            guard reporting({ try player.play() }) != nil else { continue }
-            played = true
-            while !track.events.waitForEnd(seconds: 0.1) {
-                guard !quiet else { continue }
-                let position = player.currentTime
-                for line in marks.lines(at: position) { printError(line) }
+        let quiet = options.quiet
+        var follower = FileFollower()
+        var marks: QuarterMarks?
+        func look() {
+            reportFailures()
+            for change in follower.follow(playlist.passages, underruns: player.underrunCount) where !quiet {
+                switch change {
+                case .started(let file):
+                    printError(startLine(file))
+                    marks = QuarterMarks(startingAt: file.passage.startTime, duration: file.passage.duration)
+                    for line in marks?.lines(at: file.passage.currentTime) ?? [] { printError(line) }
+                case .moved(let file):
+                    for line in marks?.lines(at: file.passage.currentTime) ?? [] { printError(line) }
+                case .ended(let file):
+                    if file.reachedTheEnd { for line in marks?.linesAtTheEnd() ?? [] { printError(line) } }
+                    printError(summaryLine(file))
+                }
             }
-            if !quiet, track.events.ending?.successfully == true {
-                for line in marks.linesAtTheEnd() { printError(line) }
-            }
-            // The delivery that told of the end holds the player until it returns; let it return,
-            // so the player goes here, on this thread.
-            eventQueue.sync {}
-            if let error = track.events.ending?.error { report(error) }
-            if !quiet { printError(track.summaryLine(seconds: HostTime.seconds(from: start, to: HostTime.now()))) }
+        }
+        try player.play()
+        while !reports.waitForEnd(seconds: 0.1) { look() }
+        finish()
+        look()
+        if !quiet, let last = follower.leave() {
+            if last.reachedTheEnd { for line in marks?.linesAtTheEnd() ?? [] { printError(line) } }
+            printError(summaryLine(last))
         }
         // What the device still holds plays out before the program exits.
-        if played { Thread.sleep(forTimeInterval: output.backend.outputLatency) }
+        Thread.sleep(forTimeInterval: output.backend.outputLatency)
     }
 }
 

@@ -3,7 +3,7 @@ import Glibc
 import Spool
 
 extension PlaySession {
-    /// Where to go when a file's turn ends.
+    /// Where to go when a key ends a file's turn.
     enum Turn {
         case next, previous, quit
     }
@@ -16,91 +16,109 @@ extension PlaySession {
     /// every way out: the end of the last file, `q`, an error thrown, Ctrl-C and the signals
     /// that end a program (then the process dies of the signal, as without the player).
     func playOnTerminal() throws {
-        settings.metering = true
+        player.setMeteringEnabled(true)
         let terminal = try TerminalMode()
         defer { terminal.restore() }
         var screen = StatusScreen(terminal: terminal)
         screen.print("spool: playing on \(output.description)")
         screen.print(Self.keyHelp)
         var keys = KeyDecoder()
-        var index = first
-        var drain = false
-        tracks: while index < paths.count {
-            guard let track = reporting(on: &screen, { try makeTrack(index) }) else {
-                index += 1
-                continue
+        var follower = FileFollower()
+        var note: (text: String, until: UInt64)?
+        /// Prints what changed since the last look: a file's title when it starts, its
+        /// summary when it ends, the errors told.
+        func look() {
+            for error in reports.takeFailures() {
+                screen.finishBlock()
+                report(error)
             }
-            let player = track.player
-            screen.print("[\(index + 1)/\(paths.count)] \(track.name)  \(player.info.container) · \(player.info.codec) · "
-                         + "\(player.format) · \(StatusScreen.clock(player.duration))")
-            let start = HostTime.now()
-            guard reporting(on: &screen, { try player.play() }) != nil else {
-                index += 1
-                continue
-            }
-            var note: (text: String, until: UInt64)?
-            var turn = Turn.next
-            playing: while true {
-                let signal = pendingSignal.load(ordering: .relaxed)
-                if signal != 0 {
-                    try? player.stop()
+            for change in follower.follow(playlist.passages, underruns: player.underrunCount) {
+                switch change {
+                case .started(let file):
                     screen.finishBlock()
-                    terminal.dieOf(signal: signal)
+                    let passage = file.passage
+                    screen.print("[\(first + file.index + 1)/\(paths.count)] \(URL(fileURLWithPath: path(ofItem: file.index)).lastPathComponent)  "
+                                 + "\(passage.info.container) · \(passage.info.codec) · \(passage.format) · "
+                                 + "\(StatusScreen.clock(passage.duration))")
+                case .moved: break
+                case .ended(let file): close(file, playedToTheEnd: file.reachedTheEnd)
                 }
-                guard let bytes = terminal.readKeys(waitingAtMost: 100) else {
-                    turn = .quit  // the terminal went away
-                    try? player.stop()
-                    break
-                }
-                // An Escape with nothing after it for a whole refresh was the Escape key.
-                if bytes.isEmpty, keys.isWaiting { keys.flush() }
-                for key in keys.keys(from: bytes) {
-                    if key == .interrupt {
-                        try? player.stop()
-                        screen.finishBlock()
-                        terminal.dieOf(signal: SIGINT)
-                    }
-                    switch act(on: key, player) {
-                    case .turn(let next):
-                        turn = next
-                        try? player.stop()
-                        break playing
-                    case .note(let text):
-                        note = (text, HostTime.now() + 4_000_000_000)
-                    case .done:
-                        break
-                    }
-                }
-                if track.events.ending != nil {
-                    drain = true
-                    break
-                }
-                if let shown = note, shown.until < HostTime.now() { note = nil }
-                screen.draw(PlayerSnapshot(player, metering: true, note: note?.text))
-            }
-            if track.events.ending != nil {
-                // Played to the end: the block shows the end, not the player's rewound 0.
-                var last = PlayerSnapshot(player, metering: false, note: nil)
-                last.elapsed = last.duration
-                last.levels = []
-                screen.draw(last)
-            } else {
-                drain = false
-            }
-            screen.finishBlock()
-            // The delivery that told of the end holds the player until it returns; let it return,
-            // so the player goes here, on this thread.
-            eventQueue.sync {}
-            if let error = track.events.ending?.error { report(error) }
-            printError(track.summaryLine(seconds: HostTime.seconds(from: start, to: HostTime.now())))
-            switch turn {
-            case .next: index += 1
-            case .previous: index = max(first, index - 1)
-            case .quit: break tracks
             }
         }
-        // The last file played to its end: what the device still holds plays out first.
-        if drain { Thread.sleep(forTimeInterval: output.backend.outputLatency) }
+        /// Leaves the block showing where the file ended, then its summary.
+        func close(_ file: FileFollower.Heard, playedToTheEnd: Bool) {
+            var last = PlayerSnapshot(self, metering: false, note: nil)
+            last.elapsed = playedToTheEnd ? file.passage.duration : file.passage.currentTime
+            last.duration = file.passage.duration
+            last.state = playedToTheEnd ? .stopped : last.state
+            screen.draw(last)
+            screen.finishBlock()
+            printError(summaryLine(file))
+        }
+        try player.play()
+        var quit = false
+        while !quit {
+            let signal = pendingSignal.load(ordering: .relaxed)
+            if signal != 0 {
+                try? playlist.stop()
+                screen.finishBlock()
+                terminal.dieOf(signal: signal)
+            }
+            guard let bytes = terminal.readKeys(waitingAtMost: 100) else {
+                try? playlist.stop()  // the terminal went away
+                break
+            }
+            // An Escape with nothing after it for a whole refresh was the Escape key.
+            if bytes.isEmpty, keys.isWaiting { keys.flush() }
+            for key in keys.keys(from: bytes) {
+                if key == .interrupt {
+                    try? playlist.stop()
+                    screen.finishBlock()
+                    terminal.dieOf(signal: SIGINT)
+                }
+                look()
+                switch act(on: key, follower: &follower) {
+                case .turn(let turn):
+                    if let file = follower.leave() { close(file, playedToTheEnd: false) }
+                    do {
+                        switch turn {
+                        case .next: try playlist.advanceToNextItem()
+                        case .previous: try playlist.previous()
+                        case .quit:
+                            try playlist.stop()
+                            quit = true
+                        }
+                    } catch let error as AudioError {
+                        note = (error.message, HostTime.now() + 4_000_000_000)
+                    }
+                case .note(let text):
+                    note = (text, HostTime.now() + 4_000_000_000)
+                case .done:
+                    break
+                }
+                if quit { break }
+            }
+            if quit { break }
+            look()
+            if reports.finished {
+                finish()
+                look()
+                if let file = follower.leave() { close(file, playedToTheEnd: file.reachedTheEnd) }
+                // The last file played to its end: what the device still holds plays out first.
+                Thread.sleep(forTimeInterval: output.backend.outputLatency)
+                break
+            }
+            if let shown = note, shown.until < HostTime.now() { note = nil }
+            if let file = follower.heard {
+                var snapshot = PlayerSnapshot(self, metering: true, note: note?.text)
+                snapshot.elapsed = file.passage.currentTime
+                snapshot.duration = file.passage.duration
+                // A mono file plays the same on both channels of the stream: one meter, M.
+                if file.passage.format.channelCount == 1 { snapshot.levels = Array(snapshot.levels.prefix(1)) }
+                screen.draw(snapshot)
+            }
+        }
+        screen.finishBlock()
     }
 
     /// What a key did.
@@ -111,16 +129,16 @@ extension PlaySession {
         case note(String)
     }
 
-    /// Carries out `key` on `player`, keeping what the listener set for the next files.
-    func act(on key: PlayerKey, _ player: AudioPlayer) -> KeyOutcome {
+    /// Carries out `key` on the playlist, keeping what the listener set.
+    func act(on key: PlayerKey, follower: inout FileFollower) -> KeyOutcome {
         do {
             switch key {
             case .character(" "):
-                if player.state == .playing { try player.pause() } else { try player.play() }
-            case .left:
-                try player.setCurrentTime(max(0, player.currentTime - 5))
-            case .right:
-                try player.setCurrentTime(player.currentTime + 5)
+                if player.state == .playing { try playlist.pause() } else { try playlist.play() }
+            case .left, .right:
+                let time = playlist.currentTime + (key == .left ? -5 : 5)
+                follower.seekedWithinFile()
+                try playlist.seek(to: max(0, time))
             case .up, .down:
                 // In tenths, so that steps land on 0.1, 0.2, … and not on their float sums.
                 let tenths = (player.volume * 10).rounded() + (key == .up ? 1 : -1)
@@ -138,8 +156,8 @@ extension PlaySession {
                             by: { [old = player.rateMode] in try player.setRateMode(old) })
                 settings.rateMode = mode
             case .character("l"):
-                let loops = player.numberOfLoops == 0 ? -1 : 0
-                try player.setNumberOfLoops(loops)
+                let loops = playlist.numberOfLoops == 0 ? -1 : 0
+                try playlist.setNumberOfLoops(loops)
                 settings.numberOfLoops = loops
             case .character("n"): return .turn(.next)
             case .character("p"): return .turn(.previous)
@@ -171,11 +189,4 @@ extension PlaySession {
         }
     }
 
-    /// `reporting(_:)` for the terminal: the status block ends before the error's line.
-    func reporting<T>(on screen: inout StatusScreen, _ body: () throws -> T) -> T? {
-        do { return try body() } catch {
-            screen.finishBlock()
-            return reporting { throw error }
-        }
-    }
 }

@@ -3,8 +3,8 @@ import Glibc
 import Spool
 
 /// `spool play FILE… [--backend queue|openal] [--output default|null|alsa:NAME|wav:PATH] …`:
-/// plays files one after another through `AudioPlayer`, with a status display and keys on a
-/// terminal, plain progress lines elsewhere, or renders them offline to a WAV file.
+/// plays files one after another, without a gap, through a `Playlist`, with a status display
+/// and keys on a terminal, plain progress lines elsewhere, or renders them offline to a WAV file.
 enum PlayCommand {
     static let help = """
         usage: spool play FILE... [--backend queue|openal] [--output default|null|alsa:NAME|wav:PATH]
@@ -12,7 +12,8 @@ enum PlayCommand {
                                   [--pan X] [--rate X] [--time-stretch|--varispeed] [--loops N]
                                   [--start SECONDS] [--quiet]
 
-        Plays each FILE in turn through a back-end: the buffer queue (default) or OpenAL Soft.
+        Plays each FILE in turn, without a gap between them (each converted to the output's
+        rate and channels), through a back-end: the buffer queue (default) or OpenAL Soft.
         --output default  the system's sound server or card; falls back to the null device,
                           with a one-line notice, where none can be opened
         --output null     a clock-paced device that plays to nowhere
@@ -89,7 +90,7 @@ enum PlayCommand {
         let output = try PlaybackOutput.open(backend: options.backend, output: options.output, configuration: configuration)
         device.device = (output.backend as? OpenALBackend)?.device
         if let notice = output.notice, !options.quiet { printError("spool: \(notice)") }
-        let session = PlaySession(options: options, output: output, first: first, failure: failure)
+        let session = try PlaySession(options: options, output: output, first: first, failure: failure)
         if output.offline != nil {
             try session.renderOffline()
         } else if !options.quiet, TerminalMode.isInteractive {
@@ -97,6 +98,7 @@ enum PlayCommand {
         } else {
             try session.playPlain()
         }
+        session.finish()
         return session.failure
     }
 
@@ -129,33 +131,53 @@ enum PlayCommand {
     }
 }
 
-/// The files of one `spool play`, the output they share, what the listener set and what
-/// went wrong. One `AudioPlayer` per file, made when its turn comes.
+/// The files of one `spool play`, the playlist they play in on the shared output, what the
+/// listener set and what went wrong.
 final class PlaySession {
     typealias Options = PlayCommand.Options
     let options: Options
     let output: PlaybackOutput
     /// The first file to play: those before it did not open.
     let first: Int
-    /// What the listener set, carried from file to file.
+    /// What the listener set.
     var settings: PlaySettings
+    /// The files from `first` on, joined.
+    let playlist: Playlist
+    let reports: PlaylistReports
     /// The first error reported; the command exits with status 1 when there is one.
     private(set) var failure: AudioError?
-    /// Where the players deliver their events: a queue of the command's own (the main
-    /// thread runs the command's loop, not a dispatch main queue).
+    /// Where the playlist delivers its events: a queue of the command's own (the main thread
+    /// runs the command's loop, not a dispatch main queue).
     let eventQueue = DispatchQueue(label: "spool.play.events")
 
-    init(options: Options, output: PlaybackOutput, first: Int, failure: AudioError?) {
+    /// Makes the playlist of the files from `first` on, with the settings applied.
+    /// - Throws: The player's `AudioError` (a setting refused; no file opens).
+    init(options: Options, output: PlaybackOutput, first: Int, failure: AudioError?) throws {
         self.options = options
         self.output = output
         self.first = first
         self.failure = failure
         settings = options.settings
+        let items = options.paths[first...].map { PlaylistItem.file(URL(fileURLWithPath: $0)) }
+        playlist = try Playlist(items: items, backend: output.backend, eventQueue: eventQueue)
+        reports = PlaylistReports(playlist)
+        let player = playlist.player
+        try player.setVolume(settings.volume)
+        try player.setPan(settings.pan)
+        try player.setRateMode(settings.rateMode)
+        try player.setEnableRate(true)
+        try player.setRate(settings.rate)
+        try playlist.setNumberOfLoops(settings.numberOfLoops)
+        if settings.startSeconds > 0 {
+            for index in items.indices { try playlist.setStartTime(settings.startSeconds, forItemAt: index) }
+        }
     }
 
     var paths: [String] { options.paths }
-    /// The files to play, from the first that opened.
-    var playable: Range<Int> { first..<paths.count }
+    var player: AudioPlayer { playlist.player }
+
+    /// The path of item `index` of the playlist.
+    func path(ofItem index: Int) -> String { paths[first + index] }
 
     /// Prints `error` as the command's one line for it and remembers it for the exit status.
     func report(_ error: AudioError) {
@@ -163,10 +185,34 @@ final class PlaySession {
         failure = failure ?? error
     }
 
-    /// Makes the player for file `index`.
-    func makeTrack(_ index: Int) throws -> PlayTrack {
-        try PlayTrack(path: paths[index], backend: output.backend, eventQueue: eventQueue, settings: settings)
+    /// Reports the errors the playlist told of since the last look.
+    func reportFailures() {
+        for error in reports.takeFailures() { report(error) }
     }
+
+    /// Waits for the events of what has been heard so far, then reports the errors among them.
+    func finish() {
+        eventQueue.sync {}
+        // The stream's consumer runs on a task of its own: give it the events just delivered.
+        for _ in 0..<50 where !reports.finished && player.state == .stopped { Thread.sleep(forTimeInterval: 0.002) }
+        reportFailures()
+    }
+
+    /// What `spool play` says when a file starts: its path, format and length, and where it plays.
+    func startLine(_ file: FileFollower.Heard) -> String {
+        "spool: playing \(path(ofItem: file.index)) (\(file.passage.format), \(Self.seconds(file.passage.duration)) s) "
+            + "on \(output.description)"
+    }
+
+    /// The line that closes a file: its frames played, the time it took, and the underruns.
+    func summaryLine(_ file: FileFollower.Heard) -> String {
+        let underruns = player.underrunCount - file.underrunsAtStart
+        let seconds = HostTime.seconds(from: file.startedAt, to: HostTime.now())
+        return "spool: played \(file.frames) frames in \(Self.seconds(seconds)) s, "
+            + "\(underruns) underrun\(underruns == 1 ? "" : "s")"
+    }
+
+    static func seconds(_ value: Double) -> String { String(format: "%.2f", value) }
 
     /// Runs `body`, reporting the error it throws instead of ending the command.
     /// - Returns: What `body` returned, or nil when it failed.

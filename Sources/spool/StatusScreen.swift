@@ -15,15 +15,17 @@ struct PlayerSnapshot {
     /// A short note for the listener (a key that could not be carried out), or nil.
     var note: String?
 
-    /// Reads the player, measuring its meters first when `metering` is on.
-    init(_ player: AudioPlayer, metering: Bool, note: String?) {
+    /// Reads the session's player and playlist, measuring the meters first when `metering`
+    /// is on; the times are the player's (the caller sets the file's).
+    init(_ session: PlaySession, metering: Bool, note: String?) {
+        let player = session.player
         state = player.state
         elapsed = player.currentTime
         duration = player.duration
         volume = player.volume
         rate = player.rate
         rateMode = player.rateMode
-        numberOfLoops = player.numberOfLoops
+        numberOfLoops = session.playlist.numberOfLoops
         levels = []
         if metering {
             player.updateMeters()

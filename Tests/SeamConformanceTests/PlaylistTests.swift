@@ -144,4 +144,107 @@ struct PlaylistTests {
         #expect(Self.heard(out) == [0, 1, 3, 2])
         expectError(.outOfRange, "remove item 5") { try playlist.remove(at: 5) }
     }
+
+    @Test(arguments: Backend.allCases)
+    func startTimesAndLoopsPlayEachItemFromItsStartThenWhole(_ kind: Backend) throws {
+        let rig = try Rig(kind)
+        let playlist = try Playlist(items: [Self.item(0, frames: 3_000), Self.item(1, frames: 2_000)], backend: rig.backend)
+        try playlist.setStartTime(1_000 / 48_000, forItemAt: 0)
+        try playlist.setStartTime(500 / 48_000, forItemAt: 1)
+        try playlist.setNumberOfLoops(1)
+        try playlist.play()
+        let out = try rig.render(until: { playlist.player.state == .stopped }, limit: 48_000)
+        #expect(runs(decodeIdentity(out).compactMap { $0 }) == "1000..<3000 0..<3000 40500..<42000 40000..<42000",
+                "each item from its start time, its loop pass whole, with nothing between")
+        let passages = playlist.passages
+        #expect(passages.map(\.index) == [0, 0, 1, 1] && passages.map(\.pass) == [1, 2, 1, 2])
+        #expect(passages.map(\.outputFrames) == [2_000, 3_000, 1_500, 2_000], "\(passages)")
+        #expect(passages.map(\.framesPlayed) == [2_000, 3_000, 1_500, 2_000])
+        #expect(abs(passages[0].startTime - 1_000 / 48_000) < 1e-9 && passages[1].startTime == 0)
+        expectError(.invalidParameter, "a negative start time") { try playlist.setStartTime(-1, forItemAt: 0) }
+        expectError(.outOfRange, "a start time for item 5") { try playlist.setStartTime(0, forItemAt: 5) }
+        expectError(.invalidParameter, "numberOfLoops -2") { try playlist.setNumberOfLoops(-2) }
+    }
+
+    @Test(arguments: Backend.allCases)
+    func aStartTimePastTheEndSkipsTheItemAsFailed(_ kind: Backend) async throws {
+        let rig = try Rig(kind)
+        let playlist = try Playlist(items: [Self.item(0, frames: 1_000), Self.item(1, frames: 500), Self.item(2, frames: 1_000)],
+                                    backend: rig.backend)
+        try playlist.setStartTime(1, forItemAt: 1)
+        let events = playlist.events
+        try playlist.play()
+        let out = try rig.render(until: { playlist.player.state == .stopped }, limit: 48_000)
+        #expect(runs(decodeIdentity(out).compactMap { $0 }) == "0..<1000 80000..<81000")
+        var told: [String] = []
+        for await event in events {
+            told.append("\(event)")
+            if case .finished = event { break }
+        }
+        #expect(told.contains("item 1 failed: 500 frames of PCM: the start time 1.00 s is past the end (0.01 s)"), "\(told)")
+    }
+
+    @Test(arguments: Backend.allCases)
+    func aSeekMovesWithinTheItemBeingHeardAndTheNextStillJoins(_ kind: Backend) throws {
+        let rig = try Rig(kind)
+        let playlist = try Playlist(items: [Self.item(0, frames: 30_000), Self.item(1, frames: 2_000)], backend: rig.backend)
+        try playlist.play()
+        _ = try rig.render(4_096)
+        try playlist.seek(to: 20_000 / 48_000)
+        let out = try rig.render(until: { playlist.player.state == .stopped }, limit: 96_000)
+        let heard = decodeIdentity(out).compactMap { $0 }
+        // The seek fades out where it was (5 ms) and in at frame 20 000.
+        let after = try #require(heard.firstIndex { $0 >= 20_000 && $0 < 40_000 })
+        #expect(heard[after] == 20_000, "the item plays on from the seek: \(heard[after])")
+        #expect(runs(Array(heard[after...])) == "20000..<30000 40000..<42000", "then the next joins")
+        let passages = playlist.passages
+        #expect(passages.count == 2 && abs(passages[0].startTime - 20_000 / 48_000) < 1e-9, "\(passages)")
+        expectError(.invalidParameter, "a negative seek") { try playlist.seek(to: -1) }
+    }
+
+    @Test(arguments: Backend.allCases)
+    func stopThenPlayGoesOnInTheItemBeingHeard(_ kind: Backend) throws {
+        let rig = try Rig(kind)
+        let playlist = try Playlist(items: [Self.item(0, frames: 2_000), Self.item(1, frames: 30_000)], backend: rig.backend)
+        try playlist.play()
+        _ = try rig.render(6_144)
+        #expect(playlist.currentIndex == 1)
+        let time = playlist.currentTime
+        try playlist.stop()
+        #expect(playlist.currentIndex == 1 && abs(playlist.currentTime - time) < 0.01, "\(playlist.currentTime) s")
+        try playlist.play()
+        let heard = decodeIdentity(try rig.render(2_048)).compactMap { $0 }
+        let first = try #require(heard.first)
+        #expect(first >= 40_000 && abs(Double(first - 40_000) / 48_000 - time) < 0.01, "resumed at \(first)")
+    }
+
+    @Test(arguments: Backend.allCases)
+    func aDamagedItemPlaysWhatDecodesIsReportedAndTheNextJoins(_ kind: Backend) async throws {
+        // The truncated WAV decodes 13 225 of its frames (at 44.1 kHz, converted to the output).
+        let rig = try Rig(kind)
+        let truncated = fixture("broken/truncated.wav")
+        let prefix = try DecoderRegistry.shared.open(path: truncated).decodeAll()
+        let notAudio = URL(fileURLWithPath: fixture("broken/text.mp3"))
+        let playlist = try Playlist(items: [.file(URL(fileURLWithPath: truncated)), .file(notAudio), Self.item(1, frames: 1_000)],
+                                    backend: rig.backend)
+        let events = playlist.events
+        try playlist.play()
+        let out = try rig.render(until: { playlist.player.state == .stopped }, limit: 4 * 44_100)
+        let converted = try prefix.converted(to: stereo48)
+        #expect(snr(Array(out.prefix(converted.samples.count)), converted.samples) >= 80, "every frame that decodes plays")
+        let rest = Array(out[converted.samples.count...])
+        #expect(runs(decodeIdentity(rest).compactMap { $0 }) == "40000..<41000", "the item after the two joins at once")
+        #expect(decodeIdentity(Array(rest.prefix(2))).first == 40_000)
+        var told: [String] = []
+        for await event in events {
+            told.append("\(event)")
+            if case .finished = event { break }
+        }
+        try #require(told.count == 5, "\(told)")
+        #expect(told[0] == "current item 0")
+        #expect(told[1].hasPrefix("item 0 failed: ") && told[1].contains("data ends early"), "\(told)")
+        #expect(told[2].hasPrefix("item 1 failed: ") && told[2].contains("text.mp3"), "\(told)")
+        #expect(told[3] == "current item 2" && told[4] == "finished", "\(told)")
+        #expect(playlist.passages.map(\.framesPlayed) == [prefix.frameCount, 1_000])
+    }
 }

@@ -154,6 +154,20 @@ struct PlayTerminalTests {
         #expect(StatusReading.last(in: terminal.text) == StatusReading(state: "stopped", elapsed: 0.6, duration: 0.6))
     }
 
+    @Test func theNextFileFollowsByItselfAndTheScreenTellsOfIt() throws {
+        let tones = try TestTones()
+        let first = try tones.tone("first-short.wav", seconds: 0.6)
+        let second = try tones.tone("second-short.wav", seconds: 0.6, frequency: 660)
+        let terminal = try PseudoTerminal(["play", first, second, "--output", "null"])
+        let status = terminal.waitForExit(seconds: 6)
+        #expect(status.flatMap(PseudoTerminal.exitCode) == 0, "\(terminal.text)")
+        let text = terminal.text
+        let titles = ["[1/2] first-short.wav", "[2/2] second-short.wav"].map { text.range(of: $0)?.lowerBound }
+        #expect(titles[0] != nil && titles[1] != nil && titles[0]! < titles[1]!, "both titles, in turn: \(text.suffix(600))")
+        #expect(text.components(separatedBy: "spool: played 4800 frames").count == 3, "every frame of each: \(text.suffix(600))")
+        #expect(text.hasSuffix(Self.showCursor))
+    }
+
     @Test(arguments: [("SIGTERM", SIGTERM), ("Ctrl-C", SIGINT)])
     func aSignalOrCtrlCRestoresTheTerminalAndEndsByTheSignal(_ name: String, _ signal: CInt) throws {
         let tones = try TestTones()

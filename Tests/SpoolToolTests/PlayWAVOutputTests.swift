@@ -123,4 +123,59 @@ struct PlayWAVOutputTests {
         guard rendered.buffer.frameCount == reference.frameCount else { return }
         expectMatch(rendered.buffer, frames: 0..<reference.frameCount, reference, 0..<reference.frameCount, "the prefix")
     }
+
+    @Test(arguments: ["queue", "openal"])
+    func filesOfAnotherRateAndLayoutJoinWithoutAGap(_ backend: String) throws {
+        // 22.05 kHz mono FLAC, then 48 kHz stereo float, on a 48 kHz device: the first is
+        // converted as it plays and the second's first frame follows its last at once.
+        let first = Tool.fixture("flac-22050-mono-s16.flac"), second = Tool.fixture("wav-48000-stereo-f32.wav")
+        let output = try AudioFormat(sampleRate: 48_000, channelCount: 2)
+        let a = try DecoderRegistry.shared.open(path: first).decodeAll().converted(to: output)
+        let b = try DecoderRegistry.shared.open(path: second).decodeAll()
+        let rendered = try render([first, second], ["--backend", backend, "--device-rate", "48000"])
+        #expect(rendered.result.status == 0, "\(rendered.result.stderr)")
+        #expect(rendered.buffer.frameCount == a.frameCount + b.frameCount, "\(rendered.buffer.frameCount) frames")
+        guard rendered.buffer.frameCount == a.frameCount + b.frameCount else { return }
+        expectMatch(rendered.buffer, frames: 0..<a.frameCount, a, 0..<a.frameCount, "\(backend): the first file, converted")
+        expectMatch(rendered.buffer, frames: a.frameCount..<(a.frameCount + b.frameCount), b, 0..<b.frameCount,
+                    "\(backend): the second, from the frame after the first's last")
+        let lines = rendered.result.stderr.split(separator: "\n")
+        #expect(lines.filter { $0.hasPrefix("spool: played ") }.count == 2, "a summary per file: \(lines)")
+    }
+
+    @Test func startAndLoopsApplyToEveryFileOfTheList() throws {
+        let first = Tool.fixture("wav-48000-stereo-f32.wav"), second = Tool.fixture("wav-48000-stereo-s24.wav")
+        let a = try DecoderRegistry.shared.open(path: first).decodeAll()
+        let b = try DecoderRegistry.shared.open(path: second).decodeAll()
+        let start = 2_400
+        let rendered = try render([first, second], ["--start", "0.05", "--loops", "1"])
+        #expect(rendered.result.status == 0, "\(rendered.result.stderr)")
+        let na = a.frameCount, nb = b.frameCount
+        let parts: [(PCMBuffer, Range<Int>)] = [(a, start..<na), (a, 0..<na), (b, start..<nb), (b, 0..<nb)]
+        #expect(rendered.buffer.frameCount == parts.reduce(0) { $0 + $1.1.count })
+        guard rendered.buffer.frameCount == parts.reduce(0, { $0 + $1.1.count }) else { return }
+        var at = 0
+        for (index, (reference, range)) in parts.enumerated() {
+            expectMatch(rendered.buffer, frames: at..<(at + range.count), reference, range, "part \(index)")
+            at += range.count
+        }
+        #expect(rendered.result.stderr.contains("spool: played \(na - start + na) frames"), "\(rendered.result.stderr)")
+        #expect(rendered.result.stderr.contains("spool: played \(nb - start + nb) frames"), "\(rendered.result.stderr)")
+    }
+
+    @Test func aDamagedFileBetweenTwoPlaysItsPrefixAndTheNextJoinsIt() throws {
+        let first = Tool.fixture("wav-44100-stereo-s16.wav"), truncated = Tool.fixture("broken/truncated.wav")
+        let a = try DecoderRegistry.shared.open(path: first).decodeAll()
+        let t = try DecoderRegistry.shared.open(path: truncated).decodeAll()
+        #expect(t.format == a.format, "both at 44.1 kHz stereo")
+        let rendered = try render([first, truncated, first])
+        #expect(rendered.result.status == 1)
+        #expect(rendered.result.stderr.contains("truncated.wav: data ends early"), "\(rendered.result.stderr)")
+        #expect(rendered.buffer.frameCount == 2 * a.frameCount + t.frameCount)
+        guard rendered.buffer.frameCount == 2 * a.frameCount + t.frameCount else { return }
+        expectMatch(rendered.buffer, frames: 0..<a.frameCount, a, 0..<a.frameCount, "the first file")
+        expectMatch(rendered.buffer, frames: a.frameCount..<(a.frameCount + t.frameCount), t, 0..<t.frameCount, "the prefix")
+        let third = a.frameCount + t.frameCount
+        expectMatch(rendered.buffer, frames: third..<(third + a.frameCount), a, 0..<a.frameCount, "the file after it")
+    }
 }

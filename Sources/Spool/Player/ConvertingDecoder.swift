@@ -35,6 +35,8 @@ final class ConvertingDecoder: AudioDecoder {
         mapped = [Float](repeating: 0, count: 4096 * format.channelCount)
     }
 
+    /// The source's format, before conversion.
+    var sourceFormat: AudioFormat { inner.format }
     var info: AudioFileInfo { inner.info }
     var warnings: [DecodeWarning] { inner.warnings }
     var isFrameCountExact: Bool { inner.isFrameCountExact }

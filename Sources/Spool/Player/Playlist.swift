@@ -99,9 +99,41 @@ public final class Playlist: Sendable {
     /// - Throws: As `AudioPlayer.pause()`.
     public func pause() throws { try player.pause() }
 
-    /// Stops; `play()` goes on from the same place.
+    /// Stops; `play()` goes on from the same place in the same item.
     /// - Throws: As `AudioPlayer.stop()`.
-    public func stop() throws { try player.stop() }
+    public func stop() throws {
+        let now = heard()
+        if !now.stopped {
+            source.plan.withLock { p in
+                guard let passage = p.passage(atStreamFrame: now.frame) else { return }
+                p.selected = passage.id
+                p.selectedFrame = min(passage.itemFrames, passage.itemFrame + now.frame - passage.frame)
+                p.stopFrame = now.frame
+            }
+        }
+        try player.stop()
+    }
+
+    /// Moves to `time` seconds into the item being heard (past its end: to its end): a playing
+    /// playlist plays on from there. The corresponding Apple call is `seek(to:)`.
+    /// - Throws: `.invalidParameter` for a negative or non-finite time; the player's error.
+    public func seek(to time: TimeInterval) throws {
+        guard time.isFinite, time >= 0 else {
+            throw AudioError(.invalidParameter, "a seek needs a time of 0 or more seconds, not \(time)")
+        }
+        let now = heard()
+        let format = player.format
+        let found = source.plan.withLock { p -> Bool in
+            guard let id = currentID(p, now) else { return false }
+            let length = p.passage(atStreamFrame: now.frame).flatMap { $0.id == id ? $0.itemFrames : nil }
+            let target = min(Double(length ?? Int.max), (time * format.sampleRate).rounded())
+            p.selected = id
+            p.selectedFrame = Int(target)
+            return true
+        }
+        guard found else { return }
+        try player.seek(toFrame: 0)
+    }
 
     /// Moves to the next item in play order (with repeat all, from the last to the first);
     /// after the last, stops. The corresponding Apple call is `advanceToNextItem()`.
@@ -147,7 +179,10 @@ public final class Playlist: Sendable {
     /// Restarts the stream at item `id`: a playing player plays on there, a paused or stopped
     /// one starts there.
     private func start(_ id: Int) throws {
-        source.plan.withLock { $0.selected = id }
+        source.plan.withLock {
+            $0.selected = id
+            $0.selectedFrame = nil
+        }
         try player.seek(toFrame: 0)
     }
 
@@ -167,11 +202,36 @@ public final class Playlist: Sendable {
     /// The item being heard.
     public var currentItem: PlaylistItem? { currentIndex.map { items[$0] } }
 
-    /// Seconds into the item being heard.
-    public var currentTime: TimeInterval {
-        let frame = player.currentFrame
-        let start = source.plan.withLock { $0.item(atStreamFrame: frame)?.start ?? 0 }
-        return player.format.seconds(forFrames: max(0, frame - start))
+    /// Seconds into the item being heard. The corresponding Apple call is `currentTime()`.
+    public var currentTime: TimeInterval { passages.last?.currentTime ?? 0 }
+
+    /// Seconds of the item being heard (nil once the list has finished). The corresponding
+    /// Apple property is `AVPlayerItem.duration`.
+    public var currentItemDuration: TimeInterval? { passages.last?.duration }
+
+    /// The passes of items heard since the stream last started (a play from the start, a
+    /// seek, next, previous or a jump), oldest first: the last is the one being heard. A
+    /// stopped playlist lists what was heard up to the stop, or to the end.
+    public var passages: [PlaylistPassage] {
+        let now = heard()
+        let format = player.format
+        return source.plan.withLock { p in
+            let heard = now.stopped ? (p.endFrame ?? p.stopFrame ?? 0) : now.frame
+            let records = p.passages.filter { $0.frame <= heard }
+            return records.indices.map { i in
+                let r = records[i]
+                let end = i + 1 < records.count ? records[i + 1].frame : heard
+                let frames = max(0, end - r.frame)
+                let ratio = r.sourceFormat.sampleRate / format.sampleRate
+                return PlaylistPassage(ordinal: r.ordinal, index: p.insertion.firstIndex(of: r.id), pass: r.pass,
+                                       startTime: format.seconds(forFrames: r.itemFrame),
+                                       currentTime: format.seconds(forFrames: min(r.itemFrames, r.itemFrame + frames)),
+                                       duration: format.seconds(forFrames: r.itemFrames),
+                                       outputFrames: frames,
+                                       framesPlayed: Int((Double(frames) * ratio).rounded()),
+                                       format: r.sourceFormat, info: r.info)
+            }
+        }
     }
 
     /// Adds an item at `index` of `items` (also in play order, after the item before it).
@@ -212,13 +272,47 @@ public final class Playlist: Sendable {
         if isCurrent { try advanceToNextItem() }
         source.plan.withLock { p in
             p.items[id] = nil
+            p.startTimes[id] = nil
             p.insertion.removeAll { $0 == id }
             p.order.removeAll { $0 == id }
             if p.selected == id { p.selected = p.order.first }
         }
     }
 
+    /// Where item `index` starts when it is reached (by joining, next, previous or a jump);
+    /// its loop passes play whole. An item whose start time is past its end is skipped as
+    /// failed. The corresponding Apple call is `AVPlayerItem.seek(to:)` before it plays.
+    /// - Parameters:
+    ///   - time: Seconds into the item, 0 or more.
+    ///   - index: An index of `items`.
+    /// - Throws: `.outOfRange` for an index outside `items`; `.invalidParameter` for a
+    ///   negative or non-finite time.
+    public func setStartTime(_ time: TimeInterval, forItemAt index: Int) throws {
+        guard time.isFinite, (0...1e9).contains(time) else {
+            throw AudioError(.invalidParameter, "a start time must be 0 or more seconds, not \(time)")
+        }
+        try source.plan.withLock { p in
+            guard p.insertion.indices.contains(index) else {
+                throw AudioError(.outOfRange, "item \(index) is outside the playlist's 0..<\(p.insertion.count)")
+            }
+            p.startTimes[p.insertion[index]] = time > 0 ? time : nil
+        }
+    }
+
     // MARK: Order
+
+    /// Extra passes of each item before the next: 0 plays each once (the default), n plays
+    /// each n + 1 times, −1 repeats the item being heard until it is moved on from. A change
+    /// applies from the end of the pass being fed. The corresponding Apple property is
+    /// `AVAudioPlayer.numberOfLoops`, per item.
+    public var numberOfLoops: Int { source.plan.withLock { $0.numberOfLoops } }
+
+    /// Sets the extra passes of each item.
+    /// - Throws: `.invalidParameter` below −1.
+    public func setNumberOfLoops(_ loops: Int) throws {
+        guard loops >= -1 else { throw AudioError(.invalidParameter, "numberOfLoops is -1 or more, not \(loops)") }
+        source.plan.withLock { $0.numberOfLoops = loops }
+    }
 
     /// What follows the last item.
     public var repeatMode: RepeatMode { source.plan.withLock { $0.repeatMode } }
@@ -299,8 +393,32 @@ public final class Playlist: Sendable {
     /// The item being heard, in the plan.
     private func currentID(_ p: PlaylistPlan, _ heard: (stopped: Bool, frame: Int)) -> Int? {
         if heard.stopped { return p.selected }
-        return p.item(atStreamFrame: heard.frame)?.id ?? p.selected
+        return p.passage(atStreamFrame: heard.frame)?.id ?? p.selected
     }
+}
+
+/// One pass of one item as it was heard: what `Playlist.passages` lists.
+public struct PlaylistPassage: Sendable, Equatable {
+    /// Its place among the passes since the stream last started, from 0.
+    public var ordinal: Int
+    /// The item's index in `items` (nil once it has been removed).
+    public var index: Int?
+    /// 1 for the item's first pass, 2 for its first loop, …
+    public var pass: Int
+    /// Seconds into the item where the pass began (its start time, or where a seek landed).
+    public var startTime: TimeInterval
+    /// Seconds into the item heard so far, or where the pass ended.
+    public var currentTime: TimeInterval
+    /// Seconds of the item.
+    public var duration: TimeInterval
+    /// Frames heard, at the output's rate.
+    public var outputFrames: Int
+    /// Frames heard, at the item's own rate.
+    public var framesPlayed: Int
+    /// The item's own format, before it is converted to the output's.
+    public var format: AudioFormat
+    /// The item's container, codec and tags.
+    public var info: AudioFileInfo
 }
 
 /// Hears the playlist's player finish.

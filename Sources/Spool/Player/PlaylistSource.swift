@@ -18,15 +18,32 @@ public enum PlaylistItem: Sendable, CustomStringConvertible {
         }
     }
 
-    /// A decoder of the item at `format`, at frame 0.
-    func open(at format: AudioFormat) throws -> any AudioDecoder {
+    /// What error messages call the item: a file by its path.
+    var name: String {
+        if case .file(let url) = self { return url.path }
+        return description
+    }
+
+    /// A decoder of the item at `format`, at output frame `startFrame`.
+    /// - Throws: The decoder's error; `.outOfRange` when `startFrame` is at or past the end.
+    func open(at format: AudioFormat, startFrame: Int) throws -> ConvertingDecoder {
         let decoder: any AudioDecoder = switch self {
         case .file(let url): PrefetchingDecoder(try DecoderRegistry.shared.open(.file(url)))
         case .data(let data, let hint): PrefetchingDecoder(try DecoderRegistry.shared.open(.memory(data, typeHint: hint)))
         case .buffer(let buffer): PCMBufferDecoder(buffer)
         }
-        return try ConvertingDecoder(decoder, to: format)
+        let converted = try ConvertingDecoder(decoder, to: format)
+        if startFrame > 0 {
+            guard startFrame < converted.frameCount else {
+                throw AudioError(.outOfRange, "\(name): the start time \(Self.seconds(format.seconds(forFrames: startFrame))) s "
+                                 + "is past the end (\(Self.seconds(format.seconds(forFrames: converted.frameCount))) s)")
+            }
+            try converted.seek(toFrame: startFrame)
+        }
+        return converted
     }
+
+    private static func seconds(_ value: Double) -> String { String(format: "%.2f", value) }
 }
 
 /// The order a playlist plays in, and where it is: kept by `PlaylistSource` under one lock,
@@ -38,25 +55,44 @@ struct PlaylistPlan: Sendable {
     var order: [Int] = []
     var nextID = 0
     var repeatMode = Playlist.RepeatMode.off
+    /// Extra passes of each item before the next: 0 plays each once, −1 repeats the item
+    /// until it is moved on from.
+    var numberOfLoops = 0
+    /// Where each item starts when it is reached (seconds; absent: its first frame).
+    var startTimes: [Int: TimeInterval] = [:]
     /// The item the next seek starts at.
     var selected: Int?
-    /// Where each item began in the stream fed since the last seek: (frame, item id).
-    var starts: [(frame: Int, id: Int)] = []
-    /// Items that could not be opened, skipped, with why.
+    /// The output frame of the selected item the next seek starts at; nil: its start time.
+    var selectedFrame: Int?
+    /// The stretches of the stream fed since the last seek, one per item pass, oldest first.
+    var passages: [PassageRecord] = []
+    /// Items that could not be opened or decoded, skipped, with why.
     var failures: [(id: Int, error: AudioError)] = []
     /// Every item start and failure, in order, for the playlist's events.
     var changes: [PlaylistChange] = []
     /// The item that started last.
     var lastStarted: Int?
-    /// Frames of the item the stream started with at the last seek.
-    var startFrameCount = 0
+    /// The stream's length as far as it is known: to the end of the item being fed.
+    var knownEnd = 0
+    /// The stream frame the stream ended at, once it has.
+    var endFrame: Int?
+    /// The stream frame heard when the playlist was stopped.
+    var stopFrame: Int?
+
+    /// Passages kept: enough for any display; the oldest go first.
+    static let passageLimit = 512
 
     /// The item after `id` in play order under the repeat mode; nil at the end.
     func next(after id: Int) -> Int? {
         if repeatMode == .one, items[id] != nil { return id }
+        return following(id)
+    }
+
+    /// The item after `id` in play order, whatever the repeat mode says of `id` itself.
+    func following(_ id: Int) -> Int? {
         guard let index = order.firstIndex(of: id) else { return order.first }
         if index + 1 < order.count { return order[index + 1] }
-        return repeatMode == .all ? order.first : nil
+        return repeatMode == .off ? nil : order.first
     }
 
     /// The item before `id` in play order; the first item stays the first unless repeating all.
@@ -66,10 +102,42 @@ struct PlaylistPlan: Sendable {
         return repeatMode == .all ? order.last : id
     }
 
-    /// The item playing at stream frame `frame`.
-    func item(atStreamFrame frame: Int) -> (id: Int, start: Int)? {
-        starts.last { $0.frame <= frame }.map { ($0.id, $0.frame) }
+    /// The passage playing at stream frame `frame`.
+    func passage(atStreamFrame frame: Int) -> PassageRecord? {
+        passages.last { $0.frame <= frame }
     }
+
+    /// Output frame of item `id` at which it starts when reached.
+    func startFrame(of id: Int, at format: AudioFormat) -> Int {
+        startTimes[id].map { format.frames(forSeconds: $0) } ?? 0
+    }
+
+    /// Records that a passage of `id` began at stream frame `frame`.
+    mutating func begin(_ record: PassageRecord) {
+        var record = record
+        record.ordinal = (passages.last?.ordinal ?? -1) + 1
+        passages.append(record)
+        if passages.count > Self.passageLimit { passages.removeFirst(passages.count - Self.passageLimit) }
+        knownEnd = max(knownEnd, record.frame + max(0, record.itemFrames - record.itemFrame))
+    }
+}
+
+/// One pass of one item in the stream: where it began in the stream and in the item.
+struct PassageRecord: Sendable {
+    /// The stream frame it began at.
+    var frame: Int
+    var id: Int
+    /// The item's output frame at `frame`.
+    var itemFrame: Int
+    /// 1 for the item's first pass, 2 for its first loop, …
+    var pass: Int
+    /// The item's length at the output's rate.
+    var itemFrames: Int
+    /// The item's own format and facts.
+    var sourceFormat: AudioFormat
+    var info: AudioFileInfo
+    /// Its place among the passages since the stream last started, from 0.
+    var ordinal = 0
 }
 
 /// An entry of `PlaylistPlan.changes`.
@@ -82,24 +150,26 @@ enum PlaylistChange: Sendable {
 /// the next opened (and decoding ahead) while the current one plays, so one item's last frame
 /// is followed by the next one's first with nothing between.
 ///
-/// A seek starts the stream again at the selected item (frame 0 of the stream is that item's
-/// first frame); stream frames count on across the items from there.
+/// A seek starts the stream again at the selected item (at `selectedFrame`, or where the item
+/// starts); the stream frame the player seeks to is where that begins, and stream frames count
+/// on across the items from there. An item that cannot be opened, or whose decoding fails, is
+/// recorded as failed and the next one joins where it stopped.
 final class PlaylistSource: AudioDecoder, @unchecked Sendable {
-    // Sendable: `current`, `streamFrames` are touched only by the feeder, under its lock; the
+    // Sendable: `current` and `position` are touched only by the feeder, under its lock; the
     // plan and the opened next item are in locks of their own.
     let format: AudioFormat
     let plan: Locked<PlaylistPlan>
     private let opened = Locked<OpenedItem?>(nil)
 
-    /// An item opened ahead on the opener queue.
+    /// An item opened ahead on the opener queue, at the frame it starts from.
     private struct OpenedItem: @unchecked Sendable {
         // Sendable: made on the opener queue, then used only by the feeder once it takes it.
         let id: Int
-        let decoder: any AudioDecoder
+        let startFrame: Int
+        let decoder: ConvertingDecoder
     }
     private let opener = DispatchQueue(label: "spool.playlist.open", qos: .userInitiated)
-    private var current: (id: Int, decoder: any AudioDecoder)?
-    private var streamFrames = 0
+    private var current: (id: Int, decoder: ConvertingDecoder, pass: Int)?
     private(set) var position = 0
 
     /// Called on the feeder's thread each time an item starts or fails, after the plan records it.
@@ -114,39 +184,67 @@ final class PlaylistSource: AudioDecoder, @unchecked Sendable {
     func onChange(_ handler: @escaping @Sendable () -> Void) { changed.withLock { $0 = handler } }
 
     var info: AudioFileInfo { AudioFileInfo(container: "playlist", codec: "items") }
-    var warnings: [DecodeWarning] { current?.decoder.warnings ?? [] }
-    /// The frames of the item the stream starts with (any thread may ask: the player clamps
-    /// its seeks with it).
-    var frameCount: Int { plan.withLock { $0.startFrameCount } }
+    /// None: an item's warnings are reported as that item's failure when it ends.
+    var warnings: [DecodeWarning] { [] }
+    /// The stream's length as far as it is known (any thread may ask: the player clamps its
+    /// position and seeks with it).
+    var frameCount: Int { plan.withLock { $0.knownEnd } }
     var isFrameCountExact: Bool { false }
 
     func read(into buffer: UnsafeMutableBufferPointer<Float>) throws -> Int {
         while let playing = current {
-            let n = try playing.decoder.read(into: buffer)
-            if n > 0 {
-                streamFrames += n
-                position += n
-                return n
-            }
-            // The item ended: the next one joins here.
-            let next = plan.withLock { $0.next(after: playing.id) }
-            guard let next else {
-                current = nil
-                return 0
-            }
-            if next == playing.id {
-                // Repeating one item: its decoder rewinds (a kept head, no wait on the disk).
-                try playing.decoder.seek(toFrame: 0)
-            } else {
-                current = take(next)
-            }
-            let frame = streamFrames
-            if let current {
-                plan.withLock { p in
-                    p.starts.append((frame, current.id))
-                    p.changes.append(.started(current.id))
-                    p.lastStarted = current.id
+            var failed = false
+            do {
+                let n = try playing.decoder.read(into: buffer)
+                if n > 0 {
+                    position += n
+                    let frame = position
+                    plan.withLock { $0.knownEnd = max($0.knownEnd, frame) }
+                    return n
                 }
+                // Damage decoded past: the item played what it could, and that is told once.
+                if playing.pass == 1, let warning = playing.decoder.warnings.first {
+                    let name = plan.withLock { $0.items[playing.id]?.name ?? "item" }
+                    record(failure: AudioPlayer.error(for: warning, in: name), of: playing.id)
+                }
+            } catch {
+                failed = true
+                record(failure: error, of: playing.id)
+            }
+            // The item ended: its next pass, or the next item, joins here.
+            let (again, next, start) = plan.withLock { p -> (Bool, Int?, Int) in
+                let loops = p.numberOfLoops
+                if !failed, p.items[playing.id] != nil,
+                   p.repeatMode == .one || loops < 0 || playing.pass <= loops { return (true, playing.id, 0) }
+                let next = failed ? p.following(playing.id) : p.next(after: playing.id)
+                return (false, next, next.map { p.startFrame(of: $0, at: format) } ?? 0)
+            }
+            switch next {
+            case playing.id? where again:
+                // A loop pass: the decoder rewinds (a kept head, no wait on the disk).
+                try playing.decoder.seek(toFrame: 0)
+                current = (playing.id, playing.decoder, playing.pass + 1)
+            case playing.id? where !failed:
+                // The only item, repeated with the rest: it starts where items start.
+                try playing.decoder.seek(toFrame: start)
+                current = (playing.id, playing.decoder, 1)
+            case let next? where next != playing.id:
+                current = take(next, at: nil)
+            default:
+                current = nil
+            }
+            guard let current else {
+                let end = position
+                plan.withLock { $0.endFrame = end }
+                break
+            }
+            let record = PassageRecord(frame: position, id: current.id, itemFrame: current.decoder.position,
+                                       pass: current.pass, itemFrames: current.decoder.frameCount,
+                                       sourceFormat: current.decoder.sourceFormat, info: current.decoder.info)
+            plan.withLock { p in
+                p.begin(record)
+                p.changes.append(.started(record.id))
+                p.lastStarted = record.id
             }
             changed.withLock { $0 }?()
             openAhead()
@@ -154,27 +252,35 @@ final class PlaylistSource: AudioDecoder, @unchecked Sendable {
         return 0
     }
 
-    /// Starts the stream again at the selected item's frame `frame`.
+    /// Starts the stream again at the selected item: stream frame `frame` is where it begins.
     func seek(toFrame frame: Int) throws {
-        guard let id = plan.withLock({ $0.selected ?? $0.order.first }) else {
+        let (id, itemFrame) = plan.withLock { p -> (Int?, Int?) in
+            defer { p.selectedFrame = nil }
+            return (p.selected ?? p.order.first, p.selectedFrame)
+        }
+        guard let id else {
             current = nil
             return
         }
         if let playing = current, playing.id == id {
-            try playing.decoder.seek(toFrame: frame)
+            try playing.decoder.seek(toFrame: itemFrame ?? plan.withLock { $0.startFrame(of: id, at: format) })
+            current = (id, playing.decoder, 1)
         } else {
-            current = take(id)
-            if frame > 0 { try current?.decoder.seek(toFrame: frame) }
+            current = take(id, at: itemFrame)
         }
-        streamFrames = 0
         position = frame
-        let started = current?.id
-        let count = current?.decoder.frameCount ?? 0
+        let record = current.map {
+            PassageRecord(frame: frame, id: $0.id, itemFrame: $0.decoder.position, pass: 1,
+                          itemFrames: $0.decoder.frameCount, sourceFormat: $0.decoder.sourceFormat, info: $0.decoder.info)
+        }
         let isNew = plan.withLock { p -> Bool in
-            p.startFrameCount = count
-            p.starts = started.map { [(0, $0)] } ?? []
-            p.selected = started
-            guard let started, started != p.lastStarted else { return false }
+            p.passages = []
+            p.knownEnd = frame
+            p.endFrame = nil
+            p.stopFrame = nil
+            if let record { p.begin(record) }
+            p.selected = record?.id
+            guard let started = record?.id, started != p.lastStarted else { return false }
             p.changes.append(.started(started))
             p.lastStarted = started
             return true
@@ -183,31 +289,40 @@ final class PlaylistSource: AudioDecoder, @unchecked Sendable {
         openAhead()
     }
 
-    /// Opens `id` (or, if it cannot be opened, the next item that can), from what was opened
-    /// ahead if it is that item.
-    private func take(_ id: Int) -> (id: Int, decoder: any AudioDecoder)? {
+    /// Records that item `id` failed with `error`.
+    private func record(failure error: any Error, of id: Int) {
+        plan.withLock { p in
+            let name = p.items[id]?.name ?? "item"
+            let failure = error as? AudioError ?? AudioError(.readFailed, "\(name): \(error)", underlying: error)
+            p.failures.append((id, failure))
+            p.changes.append(.failed(id, failure))
+        }
+    }
+
+    /// Opens `id` at output frame `frame` (nil: where it starts), or, if it cannot be opened,
+    /// the next item that can; from what was opened ahead if that is it.
+    private func take(_ id: Int, at frame: Int?) -> (id: Int, decoder: ConvertingDecoder, pass: Int)? {
         var candidate: Int? = id
+        var wanted = frame
         var tried = Set<Int>()
         while let next = candidate, !tried.contains(next) {
             tried.insert(next)
+            let (item, start) = plan.withLock { p in (p.items[next], wanted ?? p.startFrame(of: next, at: format)) }
+            wanted = nil
             if let ready = opened.withLock({ slot -> OpenedItem? in
-                guard let o = slot, o.id == next else { return nil }
+                guard let o = slot, o.id == next, o.startFrame == start else { return nil }
                 slot = nil
                 return o
             }) {
-                return (ready.id, ready.decoder)
+                return (ready.id, ready.decoder, 1)
             }
-            guard let item = plan.withLock({ $0.items[next] }) else {
-                candidate = plan.withLock { $0.next(after: next) }
+            guard let item else {
+                candidate = plan.withLock { $0.following(next) }
                 continue
             }
-            do { return (next, try item.open(at: format)) } catch {
-                let failure = error as? AudioError ?? AudioError(.readFailed, "\(item): \(error)", underlying: error)
-                candidate = plan.withLock { p in
-                    p.failures.append((next, failure))
-                    p.changes.append(.failed(next, failure))
-                    return p.next(after: next)
-                }
+            do { return (next, try item.open(at: format, startFrame: start), 1) } catch {
+                record(failure: error, of: next)
+                candidate = plan.withLock { $0.following(next) }
             }
         }
         return nil
@@ -215,12 +330,15 @@ final class PlaylistSource: AudioDecoder, @unchecked Sendable {
 
     /// Opens the item after the current one on a queue of its own, so it decodes ahead.
     private func openAhead() {
-        guard let playing = current?.id, let next = plan.withLock({ $0.next(after: playing) }), next != playing,
-              let item = plan.withLock({ $0.items[next] }) else { return }
         let format = self.format
+        guard let playing = current?.id,
+              let (next, item, start) = plan.withLock({ p -> (Int, PlaylistItem, Int)? in
+                  guard let next = p.next(after: playing), next != playing, let item = p.items[next] else { return nil }
+                  return (next, item, p.startFrame(of: next, at: format))
+              }) else { return }
         opener.async { [opened] in
-            guard let decoder = try? item.open(at: format) else { return }
-            let ready = OpenedItem(id: next, decoder: decoder)
+            guard let decoder = try? item.open(at: format, startFrame: start) else { return }
+            let ready = OpenedItem(id: next, startFrame: start, decoder: decoder)
             opened.withLock { $0 = ready }
         }
     }
