@@ -51,7 +51,9 @@ final class PumpThread: Sendable {
     let threadID = Atomic<UInt>(0)
 
     func start(device: OpenALDevice, interval: Double) {
+        let running = ServiceThreads.starting(stop: { [self] in stop() })
         let thread = Thread { [weak device, self] in
+            defer { ServiceThreads.ended(running) }
             threadID.store(UInt(pthread_self()), ordering: .releasing)
             // Named from inside: Linux keeps a name set before start only for the Thread
             // object, and takes at most 15 characters.
@@ -107,7 +109,9 @@ final class NullClock: Sendable {
     }
 
     func start(device: OpenALDevice) {
+        let running = ServiceThreads.starting(stop: { [self] in stop() })
         let thread = Thread { [weak device, self] in
+            defer { ServiceThreads.ended(running) }
             threadID.store(UInt(pthread_self()), ordering: .releasing)
             Thread.current.name = "spool-al-null"
             run(device: { device })
@@ -157,5 +161,53 @@ final class NullClock: Sendable {
             }
         }
         drainTime.store(0, ordering: .relaxed)
+    }
+}
+
+/// The devices' pump and clock threads that are running, so that the process can stop them
+/// before it exits.
+///
+/// OpenAL Soft frees what is left of its devices in a library destructor when the process
+/// exits. A thread of Spool's still rendering or servicing a device then, or letting go of the
+/// device's last reference (which closes it), races that cleanup and crashes the process.
+/// The first thread started registers an `atexit` handler, which runs before the library
+/// destructors: it stops every running thread and waits (up to a second) for each to end.
+enum ServiceThreads {
+    private struct Registry {
+        var stops: [Int: @Sendable () -> Void] = [:]
+        var nextID = 0
+        var handlerRegistered = false
+    }
+
+    private static let registry = Locked(Registry())
+    private static let ended = DispatchSemaphore(value: 0)
+
+    /// Registers a thread about to start; `stop` asks it to end after its current pass.
+    /// - Returns: Its id, for `ended(_:)`.
+    static func starting(stop: @escaping @Sendable () -> Void) -> Int {
+        let (id, register) = registry.withLock { r -> (Int, Bool) in
+            r.nextID += 1
+            r.stops[r.nextID] = stop
+            defer { r.handlerRegistered = true }
+            return (r.nextID, !r.handlerRegistered)
+        }
+        if register { atexit { ServiceThreads.stopAll(waitingAtMost: 1) } }
+        return id
+    }
+
+    /// Tells that thread `id` has ended: it holds no device any more.
+    static func ended(_ id: Int) {
+        registry.withLock { _ = $0.stops.removeValue(forKey: id) }
+        ended.signal()
+    }
+
+    /// The threads running now.
+    static var runningCount: Int { registry.withLock { $0.stops.count } }
+
+    /// Stops every running thread and waits up to `seconds` for them all to end.
+    static func stopAll(waitingAtMost seconds: Double) {
+        for stop in registry.withLock({ Array($0.stops.values) }) { stop() }
+        let deadline = DispatchTime.now() + seconds
+        while runningCount > 0, ended.wait(timeout: deadline) == .success {}
     }
 }

@@ -73,22 +73,16 @@ enum PlayCommand {
             }
             if let failure, first == options.paths.count { throw ExitFailure(failure) }
         }
-        let device = DeviceShutdown()
-        let outcome = Result {
-            try play(options, configuration: configuration, first: first, failure: failure, device: device)
+        if let failure = try play(options, configuration: configuration, first: first, failure: failure) {
+            throw ExitFailure(failure)
         }
-        // Everything `play` made is gone now but the OpenAL device, which must close before the
-        // process exits and OpenAL Soft runs its own cleanup.
-        device.closeAndRelease(waitingAtMost: 1)
-        if let failure = try outcome.get() { throw ExitFailure(failure) }
     }
 
     /// Opens the output and plays the files on it.
     /// - Returns: The first error reported, if any.
-    private static func play(_ options: Options, configuration: OutputConfiguration, first: Int, failure: AudioError?,
-                             device: DeviceShutdown) throws -> AudioError? {
+    private static func play(_ options: Options, configuration: OutputConfiguration, first: Int,
+                             failure: AudioError?) throws -> AudioError? {
         let output = try PlaybackOutput.open(backend: options.backend, output: options.output, configuration: configuration)
-        device.device = (output.backend as? OpenALBackend)?.device
         if let notice = output.notice, !options.quiet { printError("spool: \(notice)") }
         let session = try PlaySession(options: options, output: output, first: first, failure: failure)
         if output.offline != nil {
@@ -223,30 +217,5 @@ final class PlaySession {
             report(AudioError(.invalidState, "\(error)"))
         }
         return nil
-    }
-}
-
-/// The OpenAL device `spool play` opened, closed and let go of on the main thread before the
-/// process exits.
-///
-/// OpenAL Soft frees what is left at exit (`alc_cleanup`, an `atexit` handler); a device that
-/// closes on another thread meanwhile crashes the process. The device's pump thread and
-/// the null device's clock thread hold it while they work, so when the program lets go of it
-/// during such a pass, that thread closes it, however late.
-final class DeviceShutdown {
-    var device: OpenALDevice?
-
-    /// Closes the device, waits for its threads to end their current pass (after `close()`
-    /// they take it no more), then lets go of it here, so OpenAL's device and context are
-    /// freed on this thread before this returns; waits up to `seconds` for anything else that
-    /// held it.
-    func closeAndRelease(waitingAtMost seconds: Double) {
-        weak let watched = device
-        guard watched != nil else { return }
-        device?.close()
-        Thread.sleep(forTimeInterval: 0.03)
-        device = nil
-        let deadline = Date().addingTimeInterval(seconds)
-        while watched != nil, Date() < deadline { Thread.sleep(forTimeInterval: 0.002) }
     }
 }
