@@ -1,0 +1,202 @@
+internal import COpenAL
+#if canImport(Glibc)
+import Glibc
+#endif
+import SpoolCore
+
+/// OpenAL Soft converting and mixing by itself, the way a program that uses OpenAL directly
+/// plays audio: plain sources on buffers at the audio's own rate, converted to the device
+/// rate by OpenAL Soft's resampler (`AL_SOFT_source_resampler`: in 1.19 nearest, linear — its
+/// default — cubic, and the 11th- and 23rd-order band-limited sincs). The peer the mix,
+/// capacity and resampler benchmarks measure Spool against. (Spool's own OpenAL back-end
+/// converts with `QueueResampler` instead, and hands OpenAL audio at the device rate.)
+public enum OpenALSoftPeer {
+    /// One of OpenAL Soft's resamplers.
+    public struct Resampler: Sendable, Equatable, CustomStringConvertible {
+        /// Its index for `AL_SOURCE_RESAMPLER_SOFT`.
+        public let index: Int
+        /// Its name as OpenAL Soft gives it (`AL_RESAMPLER_NAME_SOFT`).
+        public let name: String
+        /// Whether it is the one sources get unless told (`AL_DEFAULT_RESAMPLER_SOFT`).
+        public let isDefault: Bool
+
+        public var description: String { isDefault ? "\(name) (default)" : name }
+    }
+
+    /// The resamplers this OpenAL Soft has.
+    /// - Throws: `.unsupportedFormat` when it lacks `AL_SOFT_source_resampler`; device errors.
+    public static func resamplers() throws -> [Resampler] {
+        let device = try OpenALDevice(.loopback(OutputConfiguration(sampleRate: 48_000)))
+        defer { device.close() }
+        return try device.perform { _ in try Self.list() }
+    }
+
+    /// The resampler whose name contains `fragment` (case-insensitive), e.g. "linear", "23rd".
+    /// - Throws: `.invalidParameter` naming the ones there are, when none matches.
+    public static func resampler(named fragment: String) throws -> Resampler {
+        let all = try resamplers()
+        guard let found = all.first(where: { $0.name.lowercased().contains(fragment.lowercased()) }) else {
+            throw AudioError(.invalidParameter,
+                             "OpenAL Soft has no resampler named like \"\(fragment)\"; it has \(all.map(\.name).joined(separator: ", "))")
+        }
+        return found
+    }
+
+    private static func list() throws -> [Resampler] {
+        guard alIsExtensionPresent("AL_SOFT_source_resampler") != 0 else {
+            throw AudioError(.unsupportedFormat, "this OpenAL Soft lacks AL_SOFT_source_resampler")
+        }
+        let count = Int(alGetInteger(AL_NUM_RESAMPLERS_SOFT))
+        let fallback = Int(alGetInteger(AL_DEFAULT_RESAMPLER_SOFT))
+        return (0..<max(0, min(count, 64))).map { i in
+            let name = alGetStringiSOFT(AL_RESAMPLER_NAME_SOFT, Int32(i)).map { String(cString: $0) } ?? "resampler \(i)"
+            return Resampler(index: i, name: name, isDefault: i == fallback)
+        }
+    }
+
+    /// Plays `buffer` once through one source with `resampler` on a loopback device at
+    /// `deviceRate`, and returns what it rendered: the buffer's duration at the device rate
+    /// (rounded), stereo. What the resampler table measures OpenAL Soft's quality on.
+    /// - Throws: `.invalidParameter` for more than 2 channels; device and AL errors.
+    public static func convert(_ buffer: PCMBuffer, deviceRate: Double, resampler: Resampler) throws -> PCMBuffer {
+        let device = try OpenALDevice(.loopback(OutputConfiguration(sampleRate: deviceRate, periodFrames: 1024)))
+        defer { device.close() }
+        let sources = try Sources(device: device, buffers: [buffer], resampler: resampler, looping: false)
+        defer { sources.delete() }
+        try sources.play()
+        let frames = Int((Double(buffer.frameCount) * deviceRate / buffer.format.sampleRate).rounded())
+        var out = [Float](repeating: 0, count: frames * 2)
+        try out.withUnsafeMutableBufferPointer { try device.render(frames: frames, into: $0) }
+        return try PCMBuffer(format: AudioFormat(sampleRate: deviceRate, channelCount: 2), samples: out)
+    }
+
+    /// Mixes `voices` looping sources, each a one-second sine of its own frequency at
+    /// `sourceRate` with `channelCount` channels at volume 1/`voices`, on a loopback device at
+    /// `deviceRate`, rendering `seconds` of audio in periods of `periodFrames` as fast as the
+    /// CPU allows, on the calling thread (where OpenAL Soft mixes a loopback device).
+    /// - Returns: Wall-clock and this thread's CPU seconds for the rendering, after one warm-up period.
+    /// - Throws: `.invalidParameter` for a count out of range; device and AL errors.
+    public static func benchmarkMix(voices: Int, seconds: Double, deviceRate: Double, sourceRate: Double,
+                                    periodFrames: Int, channelCount: Int = 2,
+                                    resampler: Resampler) throws -> (renderSeconds: Double, cpuSeconds: Double) {
+        guard (1...OpenALDevice.defaultSourceLimit).contains(voices), seconds.isFinite, seconds > 0 else {
+            throw AudioError(.invalidParameter, "the OpenAL Soft mix needs 1...\(OpenALDevice.defaultSourceLimit) voices and a positive duration")
+        }
+        let device = try OpenALDevice(.loopback(OutputConfiguration(sampleRate: deviceRate, periodFrames: periodFrames)))
+        defer { device.close() }
+        let sources = try Sources(device: device, buffers: try sines(voices, rate: sourceRate, channels: channelCount),
+                                  resampler: resampler, looping: true)
+        defer { sources.delete() }
+        try sources.play()
+        let buffer = UnsafeMutableBufferPointer<Float>.allocate(capacity: periodFrames * 2)
+        defer { buffer.deallocate() }
+        try device.render(frames: periodFrames, into: buffer)  // warm-up
+        let total = Int(seconds * deviceRate)
+        let wallStart = HostTime.now(), cpuStart = threadCPUSeconds()
+        var done = 0
+        while done < total {
+            try device.render(frames: periodFrames, into: buffer)
+            done += periodFrames
+        }
+        return (HostTime.seconds(from: wallStart, to: HostTime.now()), threadCPUSeconds() - cpuStart)
+    }
+
+    /// Plays `voices` looping sources (as `benchmarkMix`) in real time on the null device for
+    /// `seconds`, and counts the periods its clock rendered too late (xruns): whether OpenAL
+    /// Soft keeps up with that many voices.
+    /// - Returns: The null device's xruns over the run.
+    /// - Throws: `.invalidParameter` for a count out of range; device and AL errors.
+    public static func playInRealTime(voices: Int, seconds: Double, configuration: OutputConfiguration,
+                                      sourceRate: Double, channelCount: Int = 2, resampler: Resampler) throws -> Int {
+        guard (1...OpenALDevice.defaultSourceLimit).contains(voices), seconds.isFinite, seconds > 0 else {
+            throw AudioError(.invalidParameter, "the OpenAL Soft run needs 1...\(OpenALDevice.defaultSourceLimit) voices and a positive duration")
+        }
+        let device = try OpenALDevice(.null(configuration))
+        defer { device.close() }
+        let sources = try Sources(device: device, buffers: try sines(voices, rate: sourceRate, channels: channelCount),
+                                  resampler: resampler, looping: true)
+        defer { sources.delete() }
+        let before = device.xrunCount
+        try sources.play()
+        HostTime.sleep(until: HostTime.now() + HostTime.nanoseconds(seconds))
+        return device.xrunCount - before
+    }
+
+    /// One-second sines of 220 + 55·(k mod 32) Hz, amplitude 0.5.
+    static func sines(_ count: Int, rate: Double, channels: Int) throws -> [PCMBuffer] {
+        let format = try AudioFormat(sampleRate: rate, channelCount: channels)
+        let frames = Int(rate)
+        return try (0..<count).map { v in
+            let frequency = 220 + 55 * Double(v % 32)
+            var samples = [Float](repeating: 0, count: frames * channels)
+            for i in 0..<frames {
+                let value = Float(sin(2 * Double.pi * frequency * Double(i) / rate)) * 0.5
+                for c in 0..<channels { samples[i * channels + c] = value }
+            }
+            return try PCMBuffer(format: format, samples: samples)
+        }
+    }
+
+    /// Plain OpenAL sources, one per buffer, made and deleted here (not the device's voices).
+    private final class Sources: @unchecked Sendable {
+        // Sendable: used by one thread, its AL calls in the device's batches.
+        let device: OpenALDevice
+        private var names: [UInt32] = []
+        private var buffers: [UInt32] = []
+
+        init(device: OpenALDevice, buffers pcm: [PCMBuffer], resampler: Resampler, looping: Bool) throws {
+            self.device = device
+            guard pcm.allSatisfy({ (1...2).contains($0.format.channelCount) }) else {
+                throw AudioError(.invalidParameter, "OpenAL Soft's plain sources take mono or stereo here")
+            }
+            let made = try device.perform { _ -> ([UInt32], [UInt32]) in
+                var sources = [UInt32](repeating: 0, count: pcm.count)
+                var names = [UInt32](repeating: 0, count: pcm.count)
+                alGenSources(Int32(pcm.count), &sources)
+                try OpenALStatus.al().check("alGenSources for \(pcm.count) sources")
+                alGenBuffers(Int32(pcm.count), &names)
+                try OpenALStatus.al().check("alGenBuffers for \(pcm.count) buffers")
+                for (k, buffer) in pcm.enumerated() {
+                    let format = buffer.format.channelCount == 1 ? AL_FORMAT_MONO_FLOAT32 : AL_FORMAT_STEREO_FLOAT32
+                    buffer.samples.withUnsafeBytes {
+                        alBufferData(names[k], format, $0.baseAddress, Int32($0.count), Int32(buffer.format.sampleRate))
+                    }
+                    alSourcei(sources[k], AL_BUFFER, Int32(bitPattern: names[k]))
+                    alSourcei(sources[k], AL_LOOPING, looping ? AL_TRUE : AL_FALSE)
+                    alSourcei(sources[k], AL_SOURCE_RESAMPLER_SOFT, Int32(resampler.index))
+                    alSourcef(sources[k], AL_GAIN, 1 / Float(pcm.count))
+                }
+                try OpenALStatus.al().check("setting up \(pcm.count) sources with the \(resampler.name) resampler")
+                return (sources, names)
+            }
+            (names, buffers) = made
+        }
+
+        func play() throws {
+            try device.perform { _ in
+                names.withUnsafeBufferPointer { alSourcePlayv(Int32($0.count), $0.baseAddress) }
+                try OpenALStatus.al().check("alSourcePlayv")
+            }
+        }
+
+        /// Stops and deletes the sources and their buffers.
+        func delete() {
+            let (sources, buffers) = (names, self.buffers)
+            try? device.perform { _ in
+                for source in sources { alSourceStop(source); alSourcei(source, AL_BUFFER, 0) }
+                sources.withUnsafeBufferPointer { alDeleteSources(Int32($0.count), $0.baseAddress) }
+                buffers.withUnsafeBufferPointer { alDeleteBuffers(Int32($0.count), $0.baseAddress) }
+                _ = alGetError()
+            }
+            names = []
+            self.buffers = []
+        }
+    }
+}
+
+/// CPU seconds this thread has run (`CLOCK_THREAD_CPUTIME_ID`).
+private func threadCPUSeconds() -> Double {
+    var t = timespec()
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t)
+    return Double(t.tv_sec) + Double(t.tv_nsec) * 1e-9
+}
