@@ -92,15 +92,20 @@ public enum RateConverterKind: String, Sendable, CaseIterable, CustomStringConve
     case speexQ8
     /// libspeexdsp at quality 10, its best.
     case speexQ10
-    /// libswresample's own resampler with 8 taps and 64 phases (`filter_size` 8,
-    /// `phase_shift` 6): fixed ratio only, like every libswresample kind.
+    /// libswresample's own resampler with 8 taps (`filter_size` 8, its other options at their
+    /// defaults): fixed ratio only, like every libswresample kind.
     case swrFilter8
-    /// libswresample with 16 taps and 256 phases (`filter_size` 16, `phase_shift` 8).
+    /// libswresample with 16 taps.
     case swrFilter16
     /// libswresample with its defaults (32 taps, 1024 phases, Kaiser β 9, cutoff 0.97).
     case swrDefault
-    /// libswresample with 64 taps and 4096 phases (`filter_size` 64, `phase_shift` 12).
+    /// libswresample with 64 taps.
     case swrFilter64
+    /// libswresample with 32 taps and the passband ending at 0.85 of the lower Nyquist
+    /// frequency (`cutoff` 0.85), so that the transition band ends before it.
+    case swrFilter32Cutoff85
+    /// libswresample with 64 taps, `cutoff` 0.91 and a Kaiser window of β 12.
+    case swrFilter64Cutoff91
 
     /// The kind for variable-ratio conversion, and the engine's varispeed converter:
     /// libsamplerate's medium sinc, the fastest kind that changes ratio on the fly and keeps a
@@ -124,7 +129,8 @@ public enum RateConverterKind: String, Sendable, CaseIterable, CustomStringConve
         switch self {
         case .sincMedium, .sincBest, .sincFastest, .linear, .soxrVR: true
         case .soxrHQ, .speexQ0, .speexQ1, .speexQ3, .speexQ5, .speexQ8, .speexQ10,
-             .swrFilter8, .swrFilter16, .swrDefault, .swrFilter64: false
+             .swrFilter8, .swrFilter16, .swrDefault, .swrFilter64, .swrFilter32Cutoff85, .swrFilter64Cutoff91:
+            false
         }
     }
 
@@ -147,6 +153,8 @@ public enum RateConverterKind: String, Sendable, CaseIterable, CustomStringConve
         case .swrFilter16: "libswresample filter 16"
         case .swrDefault: "libswresample default"
         case .swrFilter64: "libswresample filter 64"
+        case .swrFilter32Cutoff85: "libswresample filter 32, cutoff 0.85"
+        case .swrFilter64Cutoff91: "libswresample filter 64, cutoff 0.91, β 12"
         }
     }
 }
@@ -173,7 +181,7 @@ public func makeRateConverter(
         try checkRateConverterParameters(channelCount: channelCount, ratio: ratio)
         let engine = try SpeexEngine(quality: kind.speexQuality ?? 0, channelCount: channelCount, ratio: ratio)
         return StreamingRateConverter(engine: engine, kind: kind, channelCount: channelCount, ratio: ratio)
-    case .swrFilter8, .swrFilter16, .swrDefault, .swrFilter64:
+    case .swrFilter8, .swrFilter16, .swrDefault, .swrFilter64, .swrFilter32Cutoff85, .swrFilter64Cutoff91:
         try checkRateConverterParameters(channelCount: channelCount, ratio: ratio)
         let engine = try SwresampleEngine(
             settings: kind.swresampleSettings ?? .default, channelCount: channelCount, ratio: ratio)

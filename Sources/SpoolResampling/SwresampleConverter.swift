@@ -28,12 +28,21 @@ struct SwresampleSettings: Equatable {
     /// `filter_size`: taps per phase at a ratio of 1 or more (default 32).
     var filterSize: Int
     /// `phase_shift`: log₂ of the most filter phases kept (default 10). A ratio whose
-    /// denominator fits (160/147 for 44.1 → 48 kHz takes 160 phases) is stepped exactly with
-    /// `exact_rational` (on by default); a finer one is interpolated between phases.
-    var phaseShift: Int
+    /// denominator fits (160/147 for 44.1 → 48 kHz takes 160 phases, 48 → 22.05 kHz 320) is
+    /// stepped exactly with `exact_rational` (on by default), and then neither this nor
+    /// `linear_interp` (interpolation between phases, on by default) changes the output; a finer
+    /// ratio is interpolated between phases.
+    var phaseShift: Int = 10
+    /// `cutoff`: the passband's end relative to the lower Nyquist frequency; `nil` for
+    /// libswresample's default, 0.97, whose transition band reaches past the Nyquist frequency
+    /// (measured: a 23 kHz tone comes through 48 → 44.1 kHz 13 to 20 dB down with 32 taps).
+    var cutoff: Double? = nil
+    /// `kaiser_beta`: the Kaiser window's β (default 9); a larger one trades passband width for
+    /// stopband depth.
+    var kaiserBeta: Double? = nil
     /// libswresample's defaults: filter 32, phase shift 10, linear interpolation between
     /// phases, a Kaiser window of β 9, cutoff 0.97 of the lower Nyquist frequency.
-    static let `default` = SwresampleSettings(filterSize: 32, phaseShift: 10)
+    static let `default` = SwresampleSettings(filterSize: 32)
 }
 
 /// One libswresample context (`SwrContext`) converting interleaved Float32
@@ -104,6 +113,8 @@ final class SwresampleEngine: ResamplerEngine {
         try set("resampler", 0)  // SWR_ENGINE_SWR: its own polyphase filter
         try set("filter_size", settings.filterSize)
         try set("phase_shift", settings.phaseShift)
+        if let cutoff = settings.cutoff { try set("cutoff", cutoff) }
+        if let beta = settings.kaiserBeta { try set("kaiser_beta", beta) }
         try SwresampleStatus.check(
             swr_init(context),
             "start a resampler for \(channelCount) channels from \(inputRate) to \(outputRate) Hz "
@@ -125,7 +136,7 @@ final class SwresampleEngine: ResamplerEngine {
         guard fraction.input <= 8192 else { return 0 }
         let ratio = fraction.ratio
         // Beyond the converter's largest feed: a long period's input plus the filter.
-        let large = Int((Double(Self.warmUpPeriodFrames) / ratio + Double(settings.filterSize) / min(ratio, 1) * 2)
+        let large = Int((Double(Self.warmUpPeriodFrames) / ratio + Double(settings.filterSize) / (settings.cutoff ?? 0.97) / min(ratio, 1) * 2)
             .rounded(.up)) + 64
         let period = 512, periodInput = Int((Double(period) / ratio).rounded(.up))
         var feeds = [large] + [Int](repeating: periodInput, count: 16)
@@ -163,6 +174,11 @@ final class SwresampleEngine: ResamplerEngine {
     private func set(_ option: String, _ value: Int) throws {
         try SwresampleStatus.check(
             av_opt_set_int(UnsafeMutableRawPointer(context), option, Int64(value), 0), "set \(option) to \(value)")
+    }
+
+    private func set(_ option: String, _ value: Double) throws {
+        try SwresampleStatus.check(
+            av_opt_set_double(UnsafeMutableRawPointer(context), option, value, 0), "set \(option) to \(value)")
     }
 
     deinit {
@@ -203,9 +219,9 @@ final class SwresampleEngine: ResamplerEngine {
     var clearKeepsBuffers: Bool { false }
 
     var lookaheadFrames: Double {
-        // The filter spans filter_size input frames at a ratio of 1 or more (its cutoff widens
-        // it below 1, which the converter adds), centred: half of it lies ahead.
-        Double(settings.filterSize) / 2 + 2
+        // The filter spans filter_size / cutoff input frames at a ratio of 1 or more (below 1
+        // it widens by 1 / ratio, which the converter adds), centred: half of it lies ahead.
+        Double(settings.filterSize) / 2 / (settings.cutoff ?? 0.97) + 2
     }
 
     func alignmentFrames(ratio: Double) -> Double { 0 }
@@ -215,10 +231,12 @@ extension RateConverterKind {
     /// The libswresample settings for a libswresample kind, `nil` for the others.
     var swresampleSettings: SwresampleSettings? {
         switch self {
-        case .swrFilter8: SwresampleSettings(filterSize: 8, phaseShift: 6)
-        case .swrFilter16: SwresampleSettings(filterSize: 16, phaseShift: 8)
+        case .swrFilter8: SwresampleSettings(filterSize: 8)
+        case .swrFilter16: SwresampleSettings(filterSize: 16)
         case .swrDefault: .default
-        case .swrFilter64: SwresampleSettings(filterSize: 64, phaseShift: 12)
+        case .swrFilter64: SwresampleSettings(filterSize: 64)
+        case .swrFilter32Cutoff85: SwresampleSettings(filterSize: 32, cutoff: 0.85)
+        case .swrFilter64Cutoff91: SwresampleSettings(filterSize: 64, cutoff: 0.91, kaiserBeta: 12)
         default: nil
         }
     }

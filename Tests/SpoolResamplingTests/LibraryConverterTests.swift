@@ -10,7 +10,9 @@ import Testing
 @Suite("Library rate converters")
 struct LibraryConverterTests {
     static let speexKinds: [RateConverterKind] = [.speexQ0, .speexQ1, .speexQ3, .speexQ5, .speexQ8, .speexQ10]
-    static let swresampleKinds: [RateConverterKind] = [.swrFilter8, .swrFilter16, .swrDefault, .swrFilter64]
+    static let swresampleKinds: [RateConverterKind] = [
+        .swrFilter8, .swrFilter16, .swrDefault, .swrFilter64, .swrFilter32Cutoff85, .swrFilter64Cutoff91,
+    ]
     static let kinds = speexKinds + swresampleKinds
 
     /// (input rate, output rate): up and down by small and large steps.
@@ -23,7 +25,8 @@ struct LibraryConverterTests {
     /// tenth of an output frame would fall to about 37 dB.
     static let alignedSNRFloorDB: [RateConverterKind: Double] = [
         .speexQ0: 58, .speexQ1: 67, .speexQ3: 91, .speexQ5: 104, .speexQ8: 111, .speexQ10: 128,
-        .swrFilter8: 80, .swrFilter16: 94, .swrDefault: 96, .swrFilter64: 101,
+        .swrFilter8: 80, .swrFilter16: 94, .swrDefault: 96, .swrFilter64: 101, .swrFilter32Cutoff85: 89,
+        .swrFilter64Cutoff91: 123,
     ]
 
     // MARK: Length and time alignment
@@ -42,7 +45,7 @@ struct LibraryConverterTests {
             let snr = RateConverterSignal.snrDB(
                 output, channel: 0, channelCount: 1, frequency: 1_000, sampleRate: to, phase: 0,
                 amplitude: RateConverterSignal.amplitude,
-                frames: RateConverterSignal.edgeFrames..<(output.count - RateConverterSignal.edgeFrames))
+                frames: RateConverterSignal.analysedFrames(outputFrames: output.count))
             let floor = Self.alignedSNRFloorDB[kind] ?? 200
             #expect(snr >= floor, "\(kind) \(from) → \(to): SNR \(snr) dB at zero shift, floor \(floor)")
         }
@@ -111,7 +114,7 @@ struct LibraryConverterTests {
         let converter = try makeRateConverter(kind, channelCount: 6, ratio: 48_000.0 / 44_100)
         let input = RateConverterSignal.tones(tones, sampleRate: 44_100, frames: 11_025)
         let output = RateConverterSignal.convertAll(converter, input: input, periodFrames: 512)
-        let frames = RateConverterSignal.edgeFrames..<(output.count / 6 - RateConverterSignal.edgeFrames)
+        let frames = RateConverterSignal.analysedFrames(outputFrames: output.count / 6)
         for channel in 0..<6 {
             let others = tones.indices.filter { $0 != channel }.map { tones[$0] }
             let fits = RateConverterSignal.fitSines(
@@ -186,8 +189,10 @@ struct LibraryConverterTests {
 
     @Test func libswresampleRefusingAnOptionNamesIt() {
         for (settings, option) in [
-            (SwresampleSettings(filterSize: -4, phaseShift: 10), "filter_size"),
+            (SwresampleSettings(filterSize: -4), "filter_size"),
             (SwresampleSettings(filterSize: 32, phaseShift: 40), "phase_shift"),
+            (SwresampleSettings(filterSize: 32, cutoff: 1.5), "cutoff"),
+            (SwresampleSettings(filterSize: 32, kaiserBeta: 40), "kaiser_beta"),
         ] {
             let error = #expect(throws: AudioError.self) {
                 _ = try SwresampleEngine(settings: settings, channelCount: 2, ratio: 1.5)
@@ -221,5 +226,32 @@ struct LibraryConverterTests {
         #expect(fraction.outputFrames(forInputFrames: 148) == 162)
         #expect(fraction.outputFrames(forInputFrames: 44_100) == 48_000)
         #expect(fraction.outputFrames(forInputFrames: Int.max / 2) > Int.max / 2)
+    }
+
+    // MARK: The measurements behind the table
+
+    @Test func aliasingSeparatesAConverterThatFiltersFromOneThatDoesNot() throws {
+        let down = RateConversion(from: 48_000, to: 44_100)
+        #expect(down.aliasingToneHz == 23_025)
+        let linear = try measureAliasing(.linear, conversion: down, channelCount: 1, seconds: 0.25)
+        let soxr = try measureAliasing(.soxrHQ, conversion: down, channelCount: 1, seconds: 0.25)
+        #expect(linear > -12, "linear interpolation lets the 23 kHz tone through: \(linear) dB")
+        #expect(soxr < -110, "libsoxr HQ removes it: \(soxr) dB")
+
+        let up = RateConversion(from: 44_100, to: 48_000)
+        #expect(up.aliasingToneHz == 21_075)
+        let linearImage = try measureAliasing(.linear, conversion: up, channelCount: 1, seconds: 0.25)
+        let soxrImage = try measureAliasing(.soxrHQ, conversion: up, channelCount: 1, seconds: 0.25)
+        #expect(linearImage > -15, "linear interpolation leaves the 23 kHz image: \(linearImage) dB")
+        #expect(soxrImage < -110, "libsoxr HQ removes it: \(soxrImage) dB")
+    }
+
+    @Test func bandPowerFindsASineInsideTheBandAndNotOutside() {
+        let rate = 48_000.0
+        let sine = (0..<40_000).map { 0.3 * sin(2 * Double.pi * 23_000 * Double($0) / rate + 0.4) }
+        let inside = RateConverterSignal.bandPower(sine, sampleRate: rate, band: 22_050...24_000)
+        let outside = RateConverterSignal.bandPower(sine, sampleRate: rate, band: 0...21_000)
+        #expect(abs(inside / (0.3 * 0.3 / 2) - 1) < 0.01, "inside: \(inside)")
+        #expect(outside < 1e-8 * inside, "outside: \(outside)")
     }
 }
