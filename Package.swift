@@ -32,6 +32,12 @@ let package = Package(
             name: "CSampleRate", path: "Sources/CSampleRate", pkgConfig: "samplerate",
             providers: [.apt(["libsamplerate0-dev"])]),
         .systemLibrary(
+            name: "CSpeexDSP", path: "Sources/CSpeexDSP", pkgConfig: "speexdsp",
+            providers: [.apt(["libspeexdsp-dev"])]),
+        .systemLibrary(
+            name: "CSwresample", path: "Sources/CSwresample", pkgConfig: "libswresample",
+            providers: [.apt(["libswresample-dev"])]),
+        .systemLibrary(
             name: "COpusFile", path: "Sources/COpusFile", pkgConfig: "opusfile",
             providers: [.apt(["libopusfile-dev"])]),
         // The tool's acoustic check records the sound server's monitor through it. No
@@ -50,7 +56,7 @@ let package = Package(
         .target(name: "SpoolCore"),
         .target(name: "SpoolDecoding", dependencies: ["SpoolCore", "CMPG123", "CVorbisFile", "CSndFile", "COpusFile"]),
         // The rate converters both back-ends use, so that they convert alike.
-        .target(name: "SpoolResampling", dependencies: ["SpoolCore", "CSoxr", "CSampleRate", "CSoundTouch"]),
+        .target(name: "SpoolResampling", dependencies: ["SpoolCore", "CSoxr", "CSampleRate", "CSpeexDSP", "CSwresample", "CSoundTouch"]),
         .target(name: "SpoolBufferQueue", dependencies: ["SpoolCore", "SpoolResampling", "CALSA"]),
         .target(name: "SpoolOpenAL", dependencies: ["SpoolCore", "SpoolResampling", "COpenAL"]),
         .target(name: "Spool", dependencies: ["SpoolCore", "SpoolDecoding", "SpoolResampling", "SpoolBufferQueue", "SpoolOpenAL"]),

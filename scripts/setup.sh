@@ -9,6 +9,7 @@ packages=(
     libopusfile-dev                                # Ogg Opus decoder
     mpg123 vorbis-tools flac sox opus-tools        # reference decoders for `spool bench decode`
     libasound2-dev libsoxr-dev libsamplerate0-dev  # ALSA output and resamplers (buffer-queue back-end)
+    libspeexdsp-dev libswresample-dev              # more resamplers, compared by `spool bench resample`
     libopenal-dev                                  # OpenAL Soft (OpenAL back-end)
     libsoundtouch-dev                              # time-stretch (pitch-preserving rate)
     pulseaudio pulseaudio-utils libasound2-plugins # sound server with a null sink, parec, ALSA `default` → server

@@ -55,15 +55,16 @@ public protocol RateConverter: AnyObject, Sendable {
     /// Forgets all history (after a flush/seek) and jumps to the last ratio set, without a
     /// glide.
     ///
-    /// Real-time safe for the libsamplerate kinds; the libsoxr kinds rebuild their state, which
-    /// allocates (the queue engine never resets libsoxr: it feeds it through `SoxrStream`).
+    /// Real-time safe for the libsamplerate and libspeexdsp kinds; the libsoxr and libswresample
+    /// kinds rebuild their state, which allocates (the queue engine never resets libsoxr: it
+    /// feeds it through `SoxrStream`).
     func reset()
 }
 
 /// The resampler behind a `RateConverter`, as compared by `benchmarkRateConverters`.
 ///
-/// All kinds come from Debian packages: libsamplerate (`libsamplerate0`) and libsoxr
-/// (`libsoxr0`).
+/// All kinds come from Debian packages: libsamplerate (`libsamplerate0`), libsoxr
+/// (`libsoxr0`), libspeexdsp (`libspeexdsp1`) and libswresample (`libswresample4`).
 public enum RateConverterKind: String, Sendable, CaseIterable, CustomStringConvertible {
     /// libsamplerate's medium sinc interpolator (121 dB SNR, 90 % bandwidth per its documentation).
     case sincMedium
@@ -77,6 +78,34 @@ public enum RateConverterKind: String, Sendable, CaseIterable, CustomStringConve
     case soxrHQ
     /// libsoxr's variable-rate resampler (`SOXR_VR`).
     case soxrVR
+    /// libspeexdsp's resampler (PulseAudio's `speex-float-N`, SIMD) at quality 0, its
+    /// fastest: fixed ratio only, like every libspeexdsp kind.
+    case speexQ0
+    /// libspeexdsp at quality 1 (PulseAudio's `speex-float-1`).
+    case speexQ1
+    /// libspeexdsp at quality 3 (`SPEEX_RESAMPLER_QUALITY_VOIP`; PulseAudio's
+    /// `speex-float-3`).
+    case speexQ3
+    /// libspeexdsp at quality 5 (`SPEEX_RESAMPLER_QUALITY_DESKTOP`).
+    case speexQ5
+    /// libspeexdsp at quality 8.
+    case speexQ8
+    /// libspeexdsp at quality 10, its best.
+    case speexQ10
+    /// libswresample's own resampler with 8 taps (`filter_size` 8, its other options at their
+    /// defaults): fixed ratio only, like every libswresample kind.
+    case swrFilter8
+    /// libswresample with 16 taps.
+    case swrFilter16
+    /// libswresample with its defaults (32 taps, 1024 phases, Kaiser β 9, cutoff 0.97).
+    case swrDefault
+    /// libswresample with 64 taps.
+    case swrFilter64
+    /// libswresample with 32 taps and the passband ending at 0.85 of the lower Nyquist
+    /// frequency (`cutoff` 0.85), so that the transition band ends before it.
+    case swrFilter32Cutoff85
+    /// libswresample with 64 taps, `cutoff` 0.91 and a Kaiser window of β 12.
+    case swrFilter64Cutoff91
 
     /// The kind for variable-ratio conversion, and the engine's varispeed converter:
     /// libsamplerate's medium sinc, the fastest kind that changes ratio on the fly and keeps a
@@ -96,7 +125,14 @@ public enum RateConverterKind: String, Sendable, CaseIterable, CustomStringConve
     public static let ratioGlideFrames = 512
 
     /// Whether `setRatio(_:)` has an effect (varispeed).
-    public var supportsVariableRatio: Bool { self != .soxrHQ }
+    public var supportsVariableRatio: Bool {
+        switch self {
+        case .sincMedium, .sincBest, .sincFastest, .linear, .soxrVR: true
+        case .soxrHQ, .speexQ0, .speexQ1, .speexQ3, .speexQ5, .speexQ8, .speexQ10,
+             .swrFilter8, .swrFilter16, .swrDefault, .swrFilter64, .swrFilter32Cutoff85, .swrFilter64Cutoff91:
+            false
+        }
+    }
 
     /// A name for tables: library and converter.
     public var description: String {
@@ -107,6 +143,18 @@ public enum RateConverterKind: String, Sendable, CaseIterable, CustomStringConve
         case .linear: "libsamplerate linear"
         case .soxrHQ: "libsoxr HQ (fixed ratio)"
         case .soxrVR: "libsoxr VR"
+        case .speexQ0: "libspeexdsp q0"
+        case .speexQ1: "libspeexdsp q1"
+        case .speexQ3: "libspeexdsp q3"
+        case .speexQ5: "libspeexdsp q5"
+        case .speexQ8: "libspeexdsp q8"
+        case .speexQ10: "libspeexdsp q10"
+        case .swrFilter8: "libswresample filter 8"
+        case .swrFilter16: "libswresample filter 16"
+        case .swrDefault: "libswresample default"
+        case .swrFilter64: "libswresample filter 64"
+        case .swrFilter32Cutoff85: "libswresample filter 32, cutoff 0.85"
+        case .swrFilter64Cutoff91: "libswresample filter 64, cutoff 0.91, β 12"
         }
     }
 }
@@ -128,6 +176,15 @@ public func makeRateConverter(
     case .soxrHQ, .soxrVR:
         try checkRateConverterParameters(channelCount: channelCount, ratio: ratio)
         let engine = try SoxrEngine(variableRatio: kind == .soxrVR, channelCount: channelCount, ratio: ratio)
+        return StreamingRateConverter(engine: engine, kind: kind, channelCount: channelCount, ratio: ratio)
+    case .speexQ0, .speexQ1, .speexQ3, .speexQ5, .speexQ8, .speexQ10:
+        try checkRateConverterParameters(channelCount: channelCount, ratio: ratio)
+        let engine = try SpeexEngine(quality: kind.speexQuality ?? 0, channelCount: channelCount, ratio: ratio)
+        return StreamingRateConverter(engine: engine, kind: kind, channelCount: channelCount, ratio: ratio)
+    case .swrFilter8, .swrFilter16, .swrDefault, .swrFilter64, .swrFilter32Cutoff85, .swrFilter64Cutoff91:
+        try checkRateConverterParameters(channelCount: channelCount, ratio: ratio)
+        let engine = try SwresampleEngine(
+            settings: kind.swresampleSettings ?? .default, channelCount: channelCount, ratio: ratio)
         return StreamingRateConverter(engine: engine, kind: kind, channelCount: channelCount, ratio: ratio)
     }
 }

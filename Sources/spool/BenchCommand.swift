@@ -23,8 +23,10 @@ enum BenchCommand {
                 the buffer-queue engine mixing N voices offline (--converted SHARE of them
                 rate-converted, default 0.5; median of --runs N),
                 against OpenAL Soft's mixer on its loopback device in the same run
-          resample [--seconds S] [--json PATH]
-                each candidate resampler's quality (SNR, frequency error) and speed
+          resample [--seconds S] [--repeats N] [--quick] [--resamplers LIST] [--json PATH]
+                every resampler at 44.1→48, 48→44.1, 22.05→48, 32→48 and 16→48 kHz, mono and
+                stereo: SNR, aliasing/imaging, frequency error and speed (S s per run, default 3;
+                --quick: 0.2 s, 3 runs)
           player [--backends queue,openal] [--starts N] [--buffer-frames F] [--buffers P] [--rate X]
                  [--seconds S] [--file PATH] [--json PATH]
                 AudioPlayer against a bare voice: play() → first frame on the null device

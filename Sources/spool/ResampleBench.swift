@@ -1,40 +1,145 @@
 import Foundation
 import Spool
 
-/// `spool bench resample`: every candidate resampler on the same signals — SNR and frequency
-/// error on 1 kHz and 15 kHz sines (44.1 ↔ 48 kHz, mono and stereo) and input frames per
-/// second, fixed and varispeed. The figures behind `RateConverterKind.default`.
+/// `spool bench resample`: every resampler kind at every benchmarked conversion (44.1 → 48,
+/// 48 → 44.1, 22.05 → 48, 32 → 48 and 16 → 48 kHz), mono and stereo — SNR on two tones,
+/// aliasing or imaging, frequency error, and input frames per second of CPU time, fixed and
+/// varispeed. The table the converters behind the quality levels are chosen from.
 enum ResampleBench {
     struct Row: Encodable {
-        let kind: String
+        /// The converter's table name, e.g. `libspeexdsp q3`.
+        let resampler: String
+        /// Its `RateConverterKind` name, as `--resamplers` takes it.
+        let id: String
+        /// The quality level it serves; empty until the levels are chosen.
+        let quality: String
+        let from: Double
+        let to: Double
+        let channels: Int
         let snrDB: Double
+        let snr1kHzDB: Double
+        let snrHighDB: Double
+        let highToneHz: Double
+        let aliasingDB: Double
+        /// `alias` (downsampling) or `image` (upsampling).
+        let aliasingMeasure: String
+        let aliasingToneHz: Double
         let frequencyErrorPercent: Double
         let framesPerSecond: Double
+        /// `framesPerSecond` over the input rate: streams like it one core keeps up with.
         let realTime: Double
         let varispeedFramesPerSecond: Double?
+        /// The speed figures are observed (thread CPU time on this machine).
+        let timing: String
         /// Where the queue engine uses it: at playback rate 1, or under varispeed.
         let engineUse: String
     }
 
     static func run(_ words: [String]) throws {
-        let args = try Arguments(words, valued: ["seconds", "json"], switches: ["help"])
+        let args = try Arguments(
+            words, valued: ["seconds", "repeats", "resamplers", "json"], switches: ["quick", "help"])
         if args.has("help") { print(BenchCommand.help); return }
-        let seconds = try args.double("seconds", in: 0.5...120) ?? 10
-        let rows = try benchmarkRateConverters(RateConverterKind.allCases, seconds: seconds).map { r in
-            Row(kind: r.name, snrDB: r.snrDB, frequencyErrorPercent: r.frequencyErrorPercent,
-                framesPerSecond: r.framesPerSecond, realTime: r.realtimeFactor,
-                varispeedFramesPerSecond: r.varispeedFramesPerSecond,
-                engineUse: r.kind == .soxrHQ ? "engine at rate 1" : r.kind == .default ? "engine under varispeed" : "")
+        let quick = args.has("quick")
+        let seconds = try args.double("seconds", in: 0.05...120) ?? (quick ? 0.2 : 3)
+        let repeats = try args.int("repeats", in: 1...101) ?? (quick ? 3 : 5)
+        let kinds = try resamplers(args.string("resamplers"))
+
+        print("""
+            each resampler at each conversion, mono and stereo; tones of amplitude 0.5, 1 s of input each:
+              SNR dB: against the ideal sine, phase fitted (gain error, aliasing, imaging and noise count as noise); \
+            the 1 kHz tone and a high one (0.68 of the lower Nyquist)
+              alias/image dB: downsampling: a tone between the two Nyquists, output power over input power; \
+            upsampling: power between the two Nyquists after the tone is taken out, over the tone's
+              speed: input frames per second of the converting thread's CPU time, \(seconds) s per run, \
+            median of \(repeats) runs, 512-frame periods; observed
+            """)
+        for conversion in RateConversion.benchmarked {
+            let measure = conversion.isDownsampling ? "aliasing" : "imaging"
+            print("  \(conversion): SNR at 1 and \(kilohertz(conversion.highToneHz)) kHz, \(measure) at \(kilohertz(conversion.aliasingToneHz)) kHz")
         }
-        print("speed: input frames (stereo 44.1 → 48 kHz) per second of the converting thread's CPU time, median of 5 runs; observed")
+        print("")
+
+        var tableRows: [[String]] = []
+        var rows: [Row] = []
+        var measured: [ResamplerTableRow] = []
+        _ = try measureResamplerTable(kinds: kinds, speedSeconds: seconds, repeats: repeats) { r in
+            measured.append(r)
+            rows.append(Row(
+                resampler: r.name, id: r.kind.rawValue, quality: "", from: r.conversion.inputRate,
+                to: r.conversion.outputRate, channels: r.channelCount, snrDB: r.snrDB, snr1kHzDB: r.lowToneSNRDB,
+                snrHighDB: r.highToneSNRDB, highToneHz: r.conversion.highToneHz, aliasingDB: r.aliasingDB,
+                aliasingMeasure: r.aliasingMeasure.rawValue, aliasingToneHz: r.conversion.aliasingToneHz,
+                frequencyErrorPercent: r.frequencyErrorPercent, framesPerSecond: r.framesPerSecond,
+                realTime: r.framesPerSecond / r.conversion.inputRate,
+                varispeedFramesPerSecond: r.varispeedFramesPerSecond, timing: "observed",
+                engineUse: engineUse(r.kind)))
+            tableRows.append([
+                r.name, conversionName(r.conversion),
+                "\(r.channelCount)", decibels(r.lowToneSNRDB), decibels(r.highToneSNRDB),
+                "\(decibels(r.aliasingDB)) \(r.aliasingMeasure.rawValue)",
+                String(format: "%+.4f", r.frequencyErrorPercent), String(format: "%.2f", r.framesPerSecond / 1e6),
+                r.varispeedFramesPerSecond.map { String(format: "%.2f", $0 / 1e6) } ?? "fixed only",
+            ])
+        }
         print(BenchCommand.table(
-            ["resampler", "SNR dB", "freq err %", "Mframes/s", "× RT", "varispeed Mframes/s", ""],
-            rows.map { r in
-                [r.kind, String(format: "%.1f", r.snrDB), String(format: "%.4f", r.frequencyErrorPercent),
-                 String(format: "%.2f", r.framesPerSecond / 1e6), String(format: "%.0f", r.realTime),
-                 r.varispeedFramesPerSecond.map { String(format: "%.2f", $0 / 1e6) } ?? "fixed only",
-                 r.engineUse]
-            }))
+            ["resampler", "kHz", "ch", "SNR 1k dB", "SNR hi dB", "alias/image dB", "freq err %", "Mframes/s",
+             "varispeed Mframes/s"],
+            tableRows))
+        print("")
+        print("summary per resampler (worst over the conversions and channel counts; speed stereo 44.1→48 and the slowest stereo conversion):")
+        print(BenchCommand.table(
+            ["resampler", "min SNR dB", "max alias/image dB", "max |freq err| %", "Mframes/s 44.1→48",
+             "slowest Mframes/s", "varispeed 44.1→48", "engine use"],
+            summary(measured)))
         if let json = args.string("json") { try BenchCommand.writeJSON(rows, to: json) }
     }
+
+    /// The kinds `--resamplers` names (comma-separated `RateConverterKind` names), or all.
+    static func resamplers(_ list: String?) throws -> [RateConverterKind] {
+        guard let list else { return RateConverterKind.allCases }
+        return try list.split(separator: ",").map { name in
+            let name = name.trimmingCharacters(in: .whitespaces)
+            guard let kind = RateConverterKind(rawValue: name) else {
+                let known = RateConverterKind.allCases.map(\.rawValue).joined(separator: ", ")
+                throw UsageError("--resamplers: unknown resampler '\(name)' (known: \(known))")
+            }
+            return kind
+        }
+    }
+
+    static func summary(_ rows: [ResamplerTableRow]) -> [[String]] {
+        var order: [RateConverterKind] = []
+        for row in rows where !order.contains(row.kind) { order.append(row.kind) }
+        let reference = RateConversion(from: 44_100, to: 48_000)
+        return order.map { kind in
+            let mine = rows.filter { $0.kind == kind }
+            let stereo = mine.filter { $0.channelCount == 2 }
+            let cd = stereo.first { $0.conversion == reference }
+            return [
+                kind.description,
+                decibels(mine.map(\.snrDB).min() ?? 0),
+                decibels(mine.map(\.aliasingDB).max() ?? 0),
+                String(format: "%.4f", mine.map { abs($0.frequencyErrorPercent) }.max() ?? 0),
+                cd.map { String(format: "%.2f", $0.framesPerSecond / 1e6) } ?? "—",
+                stereo.min { $0.framesPerSecond < $1.framesPerSecond }.map {
+                    String(format: "%.2f", $0.framesPerSecond / 1e6) + " (\(conversionName($0.conversion)))"
+                } ?? "—",
+                cd.map { $0.varispeedFramesPerSecond.map { String(format: "%.2f", $0 / 1e6) } ?? "fixed only" } ?? "—",
+                engineUse(kind),
+            ]
+        }
+    }
+
+    static func engineUse(_ kind: RateConverterKind) -> String {
+        kind == .soxrHQ ? "engine at rate 1" : kind == .default ? "engine under varispeed" : ""
+    }
+
+    /// `44.1→48`: a conversion in a table cell.
+    static func conversionName(_ conversion: RateConversion) -> String {
+        "\(kilohertz(conversion.inputRate))→\(kilohertz(conversion.outputRate))"
+    }
+
+    static func decibels(_ value: Double) -> String { String(format: "%.1f", value) }
+
+    static func kilohertz(_ hertz: Double) -> String { RateConversion.kilohertz(hertz) }
 }

@@ -120,21 +120,25 @@ public func benchmarkRateConverters(
     }
 }
 
-/// Input frames per second of CPU time one converter kind sustains: `seconds` of stereo
-/// 44.1 kHz converted to 48 kHz in 512-frame output periods, timed with the calling thread's
-/// CPU clock (`CLOCK_THREAD_CPUTIME_ID`: the converter runs on this thread only, so time the
-/// scheduler gives to other processes does not count), the median of `repeats` runs, each on
-/// a fresh converter. With `varispeed`, the playback rate sweeps between 1 and 1.5 and the
-/// ratio is set every period.
+/// Input frames per second of CPU time one converter kind sustains: `seconds` of
+/// `channelCount` channels (1 kHz, 1.5 kHz, … one tone each) converted at `conversion` in
+/// 512-frame output periods, timed with the calling thread's CPU clock
+/// (`CLOCK_THREAD_CPUTIME_ID`: the converter runs on this thread only, so time the scheduler
+/// gives to other processes does not count), the median of `repeats` runs, each on a fresh
+/// converter. With `varispeed`, the playback rate sweeps between 1 and 1.5 and the ratio is set
+/// every period.
 /// - Throws: `AudioError` when the converter cannot be made.
 public func measureRateConverterSpeed(
-    _ kind: RateConverterKind, seconds: Double = 10, varispeed: Bool = false, repeats: Int = 5
+    _ kind: RateConverterKind, conversion: RateConversion = RateConversion(from: 44_100, to: 48_000),
+    channelCount: Int = 2, seconds: Double = 10, varispeed: Bool = false, repeats: Int = 5
 ) throws -> Double {
-    let baseRatio = 48_000.0 / 44_100
-    let inputFrames = Int(seconds * 44_100)
-    let input = RateConverterSignal.tones([1_000, 1_500], sampleRate: 44_100, frames: inputFrames)
+    let baseRatio = conversion.ratio
+    let channels = max(1, channelCount)
+    let inputFrames = max(1, Int(seconds * conversion.inputRate))
+    let input = RateConverterSignal.tones(
+        (0..<channels).map { 1_000 + 500 * Double($0) }, sampleRate: conversion.inputRate, frames: inputFrames)
     let periodFrames = 512
-    var output = [Float](repeating: 0, count: periodFrames * 2)
+    var output = [Float](repeating: 0, count: periodFrames * channels)
     func threadCPUSeconds() -> Double {
         var t = timespec()
         clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t)
@@ -142,7 +146,7 @@ public func measureRateConverterSpeed(
     }
     var rates: [Double] = []
     for _ in 0..<max(1, repeats) {
-        let converter = try makeRateConverter(kind, channelCount: 2, ratio: baseRatio)
+        let converter = try makeRateConverter(kind, channelCount: channels, ratio: baseRatio)
         let start = threadCPUSeconds()
         input.withUnsafeBufferPointer { input in
             output.withUnsafeMutableBufferPointer { output in
@@ -154,7 +158,7 @@ public func measureRateConverterSpeed(
                         converter.setRatio(baseRatio / rate)
                     }
                     let result = converter.process(
-                        input: input.baseAddress! + used * 2, inputFrames: inputFrames - used,
+                        input: input.baseAddress! + used * channels, inputFrames: inputFrames - used,
                         output: output.baseAddress!, outputCapacity: periodFrames)
                     used += result.inputUsed
                     period += 1

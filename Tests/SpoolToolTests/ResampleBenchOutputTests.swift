@@ -1,0 +1,54 @@
+import Foundation
+import Testing
+
+/// `spool bench resample` prints one row per resampler, conversion and channel count, and its
+/// JSON carries the same figures with the fields the quality levels are chosen by.
+@Suite("Resample benchmark output")
+struct ResampleBenchOutputTests {
+    @Test func everyConversionMonoAndStereoForEachResamplerAsked() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("spool-bench-\(UUID())")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let json = dir.appendingPathComponent("resample.json").path
+        let result = try Tool.run([
+            "bench", "resample", "--resamplers", "speexQ0,linear", "--seconds", "0.05", "--repeats", "1", "--json", json,
+        ])
+        #expect(result.status == 0, "\(result.stderr)")
+        let rows = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: json))) as? [[String: Any]])
+        #expect(rows.count == 2 * 5 * 2)
+        let conversions: Set<[Double]> = [[44_100, 48_000], [48_000, 44_100], [22_050, 48_000], [32_000, 48_000], [16_000, 48_000]]
+        for id in ["speexQ0", "linear"] {
+            let mine = rows.filter { $0["id"] as? String == id }
+            #expect(mine.count == 10)
+            #expect(Set(mine.compactMap { row in (row["from"] as? Double).flatMap { f in (row["to"] as? Double).map { [f, $0] } } }) == conversions)
+            #expect(Set(mine.compactMap { $0["channels"] as? Int }) == [1, 2])
+            for row in mine {
+                #expect((row["framesPerSecond"] as? Double).map { $0 > 0 } == true)
+                #expect(row["quality"] as? String == "")
+                #expect(row["timing"] as? String == "observed")
+                let measure = row["aliasingMeasure"] as? String
+                #expect(measure == (row["from"] as? Double == 48_000 && row["to"] as? Double == 44_100 ? "alias" : "image"))
+            }
+        }
+        let speex = try #require(rows.first { $0["id"] as? String == "speexQ0" && $0["from"] as? Double == 44_100 && $0["channels"] as? Int == 2 })
+        #expect(speex["resampler"] as? String == "libspeexdsp q0")
+        #expect(speex["varispeedFramesPerSecond"] is NSNull || speex["varispeedFramesPerSecond"] == nil, "fixed ratio only")
+        #expect((speex["snr1kHzDB"] as? Double).map { $0 > 55 && $0 < 70 } == true, "\(speex)")
+        let linear = try #require(rows.first { $0["id"] as? String == "linear" && $0["from"] as? Double == 48_000 && $0["channels"] as? Int == 1 })
+        #expect((linear["varispeedFramesPerSecond"] as? Double).map { $0 > 0 } == true)
+        #expect((linear["aliasingDB"] as? Double).map { $0 > -12 } == true, "linear interpolation aliases: \(linear)")
+        #expect((linear["snrDB"] as? Double) == (linear["snrHighDB"] as? Double), "the high tone is the worse one")
+
+        // The table: a line per row, and the summary names both.
+        let lines = result.text.split(separator: "\n")
+        #expect(lines.filter { $0.hasPrefix("libspeexdsp q0 ") }.count == 10 + 1)
+        #expect(lines.contains { $0.hasPrefix("libsamplerate linear ") && $0.contains("16→48") && $0.contains("image") })
+    }
+
+    @Test func anUnknownResamplerIsAUsageError() throws {
+        let result = try Tool.run(["bench", "resample", "--resamplers", "speexQ4"])
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("speexQ4"))
+    }
+}
