@@ -64,23 +64,29 @@ public final class BufferQueue: Sendable {
         var again = false
     }
 
+    /// How its audio is converted to the device rate (chosen when it was made).
+    public var resamplingQuality: ResamplingQuality { slot.quality }
+
     /// Makes a queue on `engine`.
     /// - Parameters:
     ///   - format: Rate and channels of the buffers the program will enqueue.
     ///   - engine: The engine that mixes it into a device.
+    ///   - quality: How its audio is converted to the device rate; `nil` for the engine's
+    ///     `resamplingQuality`.
     ///   - callbackQueue: Where to run `callback`; `nil` runs it on the engine's callback thread.
     ///   - callback: Called once for each buffer the queue has finished with.
     /// - Throws: `AudioError.Code.invalidState` when the engine mixes its maximum of queues,
     ///   or a rate-converter error.
     /// The corresponding Apple call is `AudioQueueNewOutput`.
-    public init(format: AudioFormat, engine: QueueEngine, callbackQueue: DispatchQueue? = nil,
-                callback: @escaping OutputCallback) throws {
+    public init(format: AudioFormat, engine: QueueEngine, quality: ResamplingQuality? = nil,
+                callbackQueue: DispatchQueue? = nil, callback: @escaping OutputCallback) throws {
         self.format = format
         self.engine = engine
         self.callback = callback
         self.callbackQueue = callbackQueue
         slot = try QueueSlot(format: format, deviceFormat: engine.format,
-                             maximumFrames: max(engine.device.periodFrames, 4096))
+                             maximumFrames: max(engine.device.periodFrames, 4096),
+                             quality: quality ?? engine.resamplingQuality)
         index.store(try engine.attach(self, slot: slot), ordering: .releasing)
     }
 

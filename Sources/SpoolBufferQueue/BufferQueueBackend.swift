@@ -40,8 +40,13 @@ public final class BufferQueueBackend: PlaybackBackend {
         Double(engine.device.periodFrames * engine.device.periodCount) / engine.format.sampleRate
     }
 
+    /// A voice converting at the engine's `resamplingQuality`.
     public func makeVoice(format: AudioFormat) throws -> any PlaybackVoice {
         try BufferQueueVoice(format: format, engine: engine)
+    }
+
+    public func makeVoice(format: AudioFormat, quality: ResamplingQuality) throws -> any PlaybackVoice {
+        try BufferQueueVoice(format: format, engine: engine, quality: quality)
     }
 }
 
@@ -64,9 +69,11 @@ public final class BufferQueueVoice: PlaybackVoice {
         let state = Locked<Handlers>(Handlers())
     }
 
-    init(format: AudioFormat, engine: QueueEngine) throws {
+    public var resamplingQuality: ResamplingQuality { queue.resamplingQuality }
+
+    init(format: AudioFormat, engine: QueueEngine, quality: ResamplingQuality? = nil) throws {
         let box = self.box
-        queue = try BufferQueue(format: format, engine: engine) { _, buffer in
+        queue = try BufferQueue(format: format, engine: engine, quality: quality) { _, buffer in
             let consumed = box.state.withLock { h in
                 h.queued -= 1
                 return h.handlers.consumedHandlers

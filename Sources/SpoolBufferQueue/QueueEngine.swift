@@ -38,6 +38,13 @@ public final class QueueEngine: AudioRenderer, Sendable {
         weak var queue: BufferQueue?
     }
 
+    /// The level queues made on it get unless they ask for another (see `ResamplingQuality`).
+    public var resamplingQuality: ResamplingQuality {
+        get { defaultQuality.withLock { $0 } }
+        set { defaultQuality.withLock { $0 = newValue } }
+    }
+    private let defaultQuality = Locked(ResamplingQuality.default)
+
     /// Makes an engine over `device`. The engine starts the device with `start()`.
     /// - Parameter device: ALSA, null or offline output.
     public init(device: any OutputDevice) {

@@ -128,7 +128,7 @@ final class QueueSlot: @unchecked Sendable {
     private let matrix: UnsafeMutablePointer<Float>
     private let declickFrames: Int
 
-    init(format: AudioFormat, deviceFormat: AudioFormat, maximumFrames: Int) throws {
+    init(format: AudioFormat, deviceFormat: AudioFormat, maximumFrames: Int, quality: ResamplingQuality = .default) throws {
         self.format = format
         self.deviceFormat = deviceFormat
         self.maximumFrames = maximumFrames
@@ -148,8 +148,11 @@ final class QueueSlot: @unchecked Sendable {
         // Converters are made (and libsoxr warmed up) once, here.
         resampler = try QueueResampler(
             channelCount: q, sourceRate: format.sampleRate, ratio: deviceFormat.sampleRate / format.sampleRate,
-            maximumFrames: maximumFrames, declickFrames: declickFrames)
+            maximumFrames: maximumFrames, declickFrames: declickFrames, quality: quality)
     }
+
+    /// The level its converters were chosen for.
+    var quality: ResamplingQuality { resampler.quality }
 
     deinit {
         descriptors.deallocate()

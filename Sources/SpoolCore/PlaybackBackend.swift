@@ -22,6 +22,17 @@ public protocol PlaybackBackend: AnyObject, Sendable {
     /// - Returns: The voice.
     /// - Throws: `AudioError` when the back-end has no voice left or cannot take the format.
     func makeVoice(format: AudioFormat) throws -> any PlaybackVoice
+
+    /// Makes a voice as `makeVoice(format:)` does, converting its audio to the back-end's rate
+    /// at `quality` rather than at the back-end's own level.
+    func makeVoice(format: AudioFormat, quality: ResamplingQuality) throws -> any PlaybackVoice
+}
+
+extension PlaybackBackend {
+    /// A back-end with one way of converting: every level is that one.
+    public func makeVoice(format: AudioFormat, quality: ResamplingQuality) throws -> any PlaybackVoice {
+        try makeVoice(format: format)
+    }
 }
 
 /// Where a voice's transport is. The corresponding Apple notions are an Audio Queue's
@@ -122,6 +133,8 @@ public protocol PlaybackVoice: AnyObject, Sendable {
     /// The format of the buffers it takes.
     var format: AudioFormat { get }
     /// Where its transport is (see the table above).
+    /// How its audio is converted to the output's rate (when the rates differ).
+    var resamplingQuality: ResamplingQuality { get }
     var state: VoiceState { get }
     /// Whether `stop(immediately: false)` has marked the end of its input: it stops by
     /// itself once it has played what is queued (when playing), and takes no more buffers.
@@ -288,4 +301,9 @@ public struct VoiceHandlers: Sendable {
     public var consumedHandlers: [@Sendable (PCMBuffer) -> Void] { consumed.map(\.1) }
     /// The finished handlers, in the order added.
     public var finishedHandlers: [@Sendable (VoiceFinish) -> Void] { finished.map(\.1) }
+}
+
+extension PlaybackVoice {
+    /// A voice with one way of converting reports the default level.
+    public var resamplingQuality: ResamplingQuality { .default }
 }

@@ -8,6 +8,7 @@ public final class OpenALBackend: PlaybackBackend {
     public let name = "openal"
     /// The device the voices play on.
     public let device: OpenALDevice
+    private let defaultQuality = Locked(ResamplingQuality.default)
 
     /// Makes the back-end over an open device.
     /// - Parameter device: The sound server, the null device or a loopback device.
@@ -67,7 +68,19 @@ public final class OpenALBackend: PlaybackBackend {
     /// - Throws: `.invalidParameter` for a rate OpenAL cannot take; `.invalidState` when no
     ///   source is left for it (see `OpenALDevice.sourceLimit`) or the device is closed.
     public func makeVoice(format: AudioFormat) throws -> any PlaybackVoice {
-        try OpenALStreamingSource(device: device, format: format)
+        try OpenALStreamingSource(device: device, format: format, quality: resamplingQuality)
+    }
+
+    public func makeVoice(format: AudioFormat, quality: ResamplingQuality) throws -> any PlaybackVoice {
+        try OpenALStreamingSource(device: device, format: format, quality: quality)
+    }
+
+    /// The level its voices convert at unless they ask for another (see `ResamplingQuality`):
+    /// the voices convert with the buffer queue's `QueueResampler` at that level, so both
+    /// back-ends play the same samples at every level.
+    public var resamplingQuality: ResamplingQuality {
+        get { defaultQuality.withLock { $0 } }
+        set { defaultQuality.withLock { $0 = newValue } }
     }
 
     /// Makes a streaming source with a priority for when sources run out.
@@ -77,6 +90,6 @@ public final class OpenALBackend: PlaybackBackend {
     /// - Returns: The voice.
     /// - Throws: As `makeVoice(format:)`.
     public func makeVoice(format: AudioFormat, priority: Int) throws -> OpenALStreamingSource {
-        try OpenALStreamingSource(device: device, format: format, priority: priority)
+        try OpenALStreamingSource(device: device, format: format, priority: priority, quality: resamplingQuality)
     }
 }

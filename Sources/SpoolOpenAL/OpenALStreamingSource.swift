@@ -153,7 +153,10 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
     /// - Throws: `.invalidParameter` for a rate the converter cannot take; `.invalidState` when
     ///   every source plays a voice of higher priority, or the device is closed;
     ///   `.deviceLost` when it is lost.
-    public init(device: OpenALDevice, format: AudioFormat, priority: Int = 0) throws {
+    /// How its audio is converted to the device rate (chosen when it was made).
+    public var resamplingQuality: ResamplingQuality { lane.resampler.quality }
+
+    public init(device: OpenALDevice, format: AudioFormat, priority: Int = 0, quality: ResamplingQuality = .default) throws {
         self.device = device
         self.format = format
         self.priority = priority
@@ -161,7 +164,8 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
         leadFrames = 3 * chunkFrames
         let pumpFrames = device.rendersOnDemand ? 0 : Int(device.format.sampleRate * 0.012)
         dryFrames = chunkFrames + pumpFrames
-        lane = try ConversionLane(format: format, deviceRate: device.format.sampleRate, chunkFrames: chunkFrames)
+        lane = try ConversionLane(format: format, deviceRate: device.format.sampleRate, chunkFrames: chunkFrames,
+                                  quality: quality)
         var parameters = SourceParameters(channelCount: format.channelCount)
         parameters.pitchInOpenAL = false
         locked = Locked(State(parameters: parameters))
@@ -529,11 +533,11 @@ final class ConversionLane: @unchecked Sendable {
     let channelCount: Int
     let output: UnsafeMutablePointer<Float>
 
-    init(format: AudioFormat, deviceRate: Double, chunkFrames: Int) throws {
+    init(format: AudioFormat, deviceRate: Double, chunkFrames: Int, quality: ResamplingQuality) throws {
         channelCount = format.channelCount
         resampler = try QueueResampler(
             channelCount: format.channelCount, sourceRate: format.sampleRate, ratio: deviceRate / format.sampleRate,
-            maximumFrames: max(chunkFrames, 4096), declickFrames: max(1, Int(deviceRate * 0.005)))
+            maximumFrames: max(chunkFrames, 4096), declickFrames: max(1, Int(deviceRate * 0.005)), quality: quality)
         output = .allocate(capacity: chunkFrames * format.channelCount)
     }
 

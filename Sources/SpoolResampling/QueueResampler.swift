@@ -9,11 +9,13 @@ import Glibc
 /// Plays one queue's source frames at the device rate, on the render thread.
 ///
 /// Two lanes, both time-aligned on one count of the source frames (`SourceRing` indices):
-/// - at a playback rate of 1 the fixed-ratio lane plays: libsoxr HQ (`SoxrStream`, ~95 dB,
-///   about 13 times as fast as the sinc converter), or the source frames themselves when the
-///   queue's rate is the device's;
-/// - at any other rate the varispeed lane plays: libsamplerate's medium sinc converter, which
-///   glides between ratios.
+/// - at a playback rate of 1 the fixed-ratio lane plays: at `ResamplingQuality.high` libsoxr
+///   HQ (`SoxrStream`, ~95 dB, about 13 times as fast as the sinc converter), at `balanced`
+///   and `fast` libswresample's 32- and 16-tap filters through the same stream; or the source
+///   frames themselves when the queue's rate is the device's;
+/// - at any other rate the varispeed lane plays: libsamplerate's medium sinc converter
+///   (`high`), its fastest sinc (`balanced`) or its linear one (`fast`), which glide between
+///   ratios.
 ///
 /// libsoxr reads ahead of what it plays by a number of input frames, which at low source rates
 /// is long (180 ms at 8 kHz): a queue must hold that much beyond the period being played. Where
@@ -55,6 +57,26 @@ package final class QueueResampler {
     package let channelCount: Int
     /// Device frames per source frame at a playback rate of 1.
     package let ratio: Double
+    /// The level its converters were chosen for.
+    package let quality: ResamplingQuality
+
+    /// The converter of the fixed lane at each level (libsoxr HQ at `high`).
+    package static func fixedKind(_ quality: ResamplingQuality) -> RateConverterKind {
+        switch quality {
+        case .fast: .swrFilter16
+        case .balanced: .swrFilter32Cutoff85
+        case .high: .soxrHQ
+        }
+    }
+
+    /// The converter of the varispeed lane at each level.
+    package static func varispeedKind(_ quality: ResamplingQuality) -> RateConverterKind {
+        switch quality {
+        case .fast: .linear
+        case .balanced: .sincFastest
+        case .high: .sincMedium
+        }
+    }
     private(set) var mode = Mode.fixed
 
     private let soxr: SoxrStream?
@@ -110,24 +132,32 @@ package final class QueueResampler {
     ///   - maximumFrames: The most frames one `render` call asks for.
     ///   - declickFrames: Length of a lane crossfade.
     /// - Throws: A rate-converter error.
-    package init(channelCount: Int, sourceRate: Double, ratio: Double, maximumFrames: Int, declickFrames: Int) throws {
+    package init(channelCount: Int, sourceRate: Double, ratio: Double, maximumFrames: Int, declickFrames: Int,
+                 quality: ResamplingQuality = .default) throws {
         self.channelCount = channelCount
         self.ratio = ratio
+        self.quality = quality
         var soxr: SoxrStream?
         if ratio != 1 {
-            // The default DFT blocks where their look-ahead fits, else short ones, else none.
-            let readAheadLimit = Int(sourceRate * Self.maximumReadAheadSeconds)
-            for smallBlocks in [false, true] {
-                let stream = try SoxrStream(channelCount: channelCount, ratio: ratio, smallBlocks: smallBlocks)
-                if stream.lookaheadFrames <= readAheadLimit {
-                    soxr = stream
-                    break
+            switch quality {
+            case .high:
+                // The default DFT blocks where their look-ahead fits, else short ones, else none.
+                let readAheadLimit = Int(sourceRate * Self.maximumReadAheadSeconds)
+                for smallBlocks in [false, true] {
+                    let stream = try SoxrStream(channelCount: channelCount, ratio: ratio, smallBlocks: smallBlocks)
+                    if stream.lookaheadFrames <= readAheadLimit {
+                        soxr = stream
+                        break
+                    }
                 }
+            case .balanced, .fast:
+                // libswresample's filters read a few frames ahead at any rate.
+                soxr = try SoxrStream(kind: Self.fixedKind(quality), channelCount: channelCount, ratio: ratio)
             }
         }
         self.soxr = soxr
         hasFixedLane = ratio == 1 || soxr != nil
-        varispeed = try makeSampleRateConverter(.sincMedium, channelCount: channelCount, ratio: ratio)
+        varispeed = try makeSampleRateConverter(Self.varispeedKind(quality), channelCount: channelCount, ratio: ratio)
         varispeedTarget = ratio
         self.declickFrames = declickFrames
         trimFrames = 2 * declickFrames

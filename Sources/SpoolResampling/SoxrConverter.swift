@@ -146,7 +146,7 @@ final class SoxrStream {
     /// Output frames produced and not yet delivered or dropped.
     private(set) var bufferedFrames = 0
 
-    private let engine: SoxrEngine
+    private let engine: any ResamplerEngine
     private let buffer: UnsafeMutablePointer<Float>
     private let bufferFrames: Int
     private var bufferStart = 0
@@ -158,16 +158,37 @@ final class SoxrStream {
     ///   - smallBlocks: Shorter DFT blocks, for half the look-ahead (see `SoxrEngine`).
     /// - Throws: `AudioError.Code.invalidParameter` for a channel count or ratio out of range;
     ///   `.libraryFailure` when libsoxr refuses the configuration.
-    init(channelCount: Int, ratio: Double, smallBlocks: Bool = false) throws {
+    convenience init(channelCount: Int, ratio: Double, smallBlocks: Bool = false) throws {
         try checkRateConverterParameters(channelCount: channelCount, ratio: ratio)
+        try self.init(engine: SoxrEngine(variableRatio: false, channelCount: channelCount, ratio: ratio, smallBlocks: smallBlocks),
+                      channelCount: channelCount, ratio: ratio, reachFrames: Int((128 / min(ratio, 1)).rounded(.up)) + 8)
+    }
+
+    /// A stream over another fixed-ratio, time-aligned engine that takes all the input it is
+    /// given and never allocates once warmed up (libswresample's, see `SwresampleEngine`).
+    /// - Parameter kind: A libswresample kind.
+    /// - Throws: `.invalidParameter` for another kind, a channel count or ratio out of range;
+    ///   the library's error.
+    convenience init(kind: RateConverterKind, channelCount: Int, ratio: Double) throws {
+        try checkRateConverterParameters(channelCount: channelCount, ratio: ratio)
+        guard let settings = kind.swresampleSettings else {
+            throw AudioError(.invalidParameter, "a fixed-ratio stream takes libsoxr HQ or a libswresample kind, not \(kind)")
+        }
+        let engine = try SwresampleEngine(settings: settings, channelCount: channelCount, ratio: ratio)
+        // Half the filter's span at the input rate, which widens by 1 / ratio below 1.
+        let reach = Int((engine.lookaheadFrames / min(ratio, 1)).rounded(.up)) + 8
+        try self.init(engine: engine, channelCount: channelCount, ratio: ratio, reachFrames: reach)
+    }
+
+    private init(engine: any ResamplerEngine, channelCount: Int, ratio: Double, reachFrames: Int) throws {
         self.channelCount = channelCount
         self.ratio = ratio
         inputFramesPerOutput = 1 / ratio
         // About 256 output frames per call: smaller chunks cost call overhead, larger ones add
         // look-ahead.
         chunkFrames = min(8192, max(64, Int((256 / ratio).rounded(.up))))
-        reachFrames = Int((128 / min(ratio, 1)).rounded(.up)) + 8
-        engine = try SoxrEngine(variableRatio: false, channelCount: channelCount, ratio: ratio, smallBlocks: smallBlocks)
+        self.reachFrames = reachFrames
+        self.engine = engine
 
         // Warm-up: silence through the real call shape, until output has flowed for 64 calls
         // (libsoxr's last growth comes with its first outputs), into a generous buffer.

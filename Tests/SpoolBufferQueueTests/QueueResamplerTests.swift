@@ -84,12 +84,12 @@ struct QueueResamplerTests {
         #expect(queue.underrunCount == 0)
     }
 
-    @Test("rate changes at any moment, mid-crossfade and mid-trim too, never click",
-          arguments: [44_100.0, 48_000.0, 8_000.0, 96_000.0])
-    func rateChangesAtAnyMomentNeverClick(sourceRate: Double) throws {
+    @Test("rate changes at any moment, mid-crossfade and mid-trim too, never click, at every level",
+          arguments: [44_100.0, 48_000.0, 8_000.0, 96_000.0], ResamplingQuality.allCases)
+    func rateChangesAtAnyMomentNeverClick(sourceRate: Double, quality: ResamplingQuality) throws {
         let (engine, device) = try makeOfflineEngine(periodFrames: 128)
         let format = try AudioFormat(sampleRate: sourceRate, channelCount: 1)
-        let queue = try BufferQueue(format: format, engine: engine) { _, _ in }
+        let queue = try BufferQueue(format: format, engine: engine, quality: quality) { _, _ in }
         try queue.setPan(-1)
         try queue.enqueue(try filledBuffer(queue, sine(frequency: 300, rate: sourceRate, frames: Int(sourceRate * 6), channels: 1)))
         try queue.start()
@@ -211,13 +211,15 @@ struct QueueResamplerTests {
     /// Drives a real-time engine's render entry point on this thread and counts the heap
     /// allocations of the render calls alone, while control calls in between switch the
     /// playback rate back and forth, reset, stop and start queues at several rates.
-    @Test func switchingLanesAllocatesNothingOnTheRenderThread() throws {
+    @Test(arguments: ResamplingQuality.allCases)
+    func switchingLanesAllocatesNothingOnTheRenderThread(_ quality: ResamplingQuality) throws {
         let device = try NullDevice(configuration: OutputConfiguration(sampleRate: 48_000, periodFrames: 256, periodCount: 2))
         let engine = QueueEngine(device: device)  // not started: this test is its render thread
         let refill: BufferQueue.OutputCallback = { queue, buffer in try? queue.enqueue(buffer) }
         var queues: [BufferQueue] = []
         for (rate, channels) in [(44_100.0, 2), (48_000.0, 2), (22_050.0, 1), (96_000.0, 2), (8_000.0, 1)] {
-            let queue = try BufferQueue(format: AudioFormat(sampleRate: rate, channelCount: channels), engine: engine, callback: refill)
+            let queue = try BufferQueue(format: AudioFormat(sampleRate: rate, channelCount: channels), engine: engine,
+                                        quality: quality, callback: refill)
             for _ in 0..<4 {
                 let frames = Int(rate / 10)
                 try queue.enqueue(try filledBuffer(queue, sine(frequency: 440, rate: rate, frames: frames, channels: channels)))
