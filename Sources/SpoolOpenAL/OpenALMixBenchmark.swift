@@ -3,11 +3,12 @@ import Glibc
 #endif
 import SpoolCore
 
-/// Measures OpenAL Soft mixing `voices` streaming voices on a loopback device, as fast as
-/// the CPU allows: the OpenAL side of `spool bench mix`.
+/// Measures Spool's OpenAL back-end mixing `voices` streaming voices on a loopback device, as
+/// fast as the CPU allows: its row of `spool bench mix` (OpenAL Soft converting by itself is
+/// `OpenALSoftPeer.benchmarkMix`).
 ///
-/// The first `convertedShare` of the voices are at 44.1 kHz (resampled by OpenAL Soft's
-/// configured resampler), the rest at the device rate — the same rule as the queue engine's
+/// The first `convertedShare` of the voices are at 44.1 kHz (converted by the voices'
+/// `QueueResampler` at `quality`), the rest at the device rate — the same rule as the queue engine's
 /// side of the bench; each plays a one-second sine of its own frequency, looped by a
 /// `VoiceFeeder` in 4096-frame buffers, at volume 1/`voices`. The device renders `seconds` of
 /// audio in periods of `periodFrames`, servicing every voice after each period, on the
@@ -26,7 +27,8 @@ import SpoolCore
 ///   (`clock_gettime(CLOCK_THREAD_CPUTIME_ID)`) for the rendering, after one warm-up period.
 /// - Throws: `.invalidParameter` for a count out of range; OpenAL errors.
 public func benchmarkOpenALMix(voices: Int, seconds: Double, rate: Double, periodFrames: Int,
-                               channelCount: Int = 2, convertedShare: Double = 0.5, checkFrames: Int = 4800,
+                               channelCount: Int = 2, convertedShare: Double = 0.5, quality: ResamplingQuality = .default,
+                               checkFrames: Int = 4800,
                                check: ((_ rendered: [Float], _ framesTimed: Int) -> Void)? = nil) throws -> (renderSeconds: Double, cpuSeconds: Double) {
     guard (1...OpenALDevice.defaultSourceLimit).contains(voices), seconds.isFinite, seconds > 0,
           (1...2).contains(channelCount), (0...1).contains(convertedShare) else {
@@ -45,7 +47,7 @@ public func benchmarkOpenALMix(voices: Int, seconds: Double, rate: Double, perio
             let value = Float(sin(2 * Double.pi * frequency * Double(i) / voiceRate)) * 0.5
             for c in 0..<channelCount { samples[i * channelCount + c] = value }
         }
-        let voice = try OpenALStreamingSource(device: device, format: format)
+        let voice = try OpenALStreamingSource(device: device, format: format, quality: quality)
         try voice.setVolume(1 / Float(voices), rampSeconds: 0)
         let feeder = try VoiceFeeder(voice: voice, source: .buffer(try PCMBuffer(format: format, samples: samples)),
                                      bufferFrames: 4096, buffersAhead: 3, numberOfLoops: -1)

@@ -70,32 +70,42 @@ public enum OpenALSoftPeer {
         return try PCMBuffer(format: AudioFormat(sampleRate: deviceRate, channelCount: 2), samples: out)
     }
 
-    /// Mixes `voices` looping sources, each a one-second sine of its own frequency at
-    /// `sourceRate` with `channelCount` channels at volume 1/`voices`, on a loopback device at
-    /// `deviceRate`, rendering `seconds` of audio in periods of `periodFrames` as fast as the
-    /// CPU allows, on the calling thread (where OpenAL Soft mixes a loopback device).
+    /// Mixes `voices` streaming sources, each a one-second sine of its own frequency at
+    /// `sourceRate` (the first `convertedShare` of them; the rest at the device's rate) with
+    /// `channelCount` channels at volume 1/`voices`, on a loopback device at `deviceRate`,
+    /// rendering `seconds` of audio in periods of `periodFrames` as fast as the CPU allows, on
+    /// the calling thread (where OpenAL Soft mixes a loopback device). Each source streams its
+    /// sine as OpenAL streaming code does (alstream.c): three 4096-frame buffers queued, and
+    /// after each period the processed ones unqueued (`AL_BUFFERS_PROCESSED`), refilled with
+    /// the next frames of the loop (`alBufferData`) and queued again; that work is timed too,
+    /// as the queue engine's refills are.
     /// - Returns: Wall-clock and this thread's CPU seconds for the rendering, after one warm-up period.
     /// - Throws: `.invalidParameter` for a count out of range; device and AL errors.
     public static func benchmarkMix(voices: Int, seconds: Double, deviceRate: Double, sourceRate: Double,
-                                    periodFrames: Int, channelCount: Int = 2,
+                                    periodFrames: Int, channelCount: Int = 2, convertedShare: Double = 1,
                                     resampler: Resampler) throws -> (renderSeconds: Double, cpuSeconds: Double) {
         guard (1...OpenALDevice.defaultSourceLimit).contains(voices), seconds.isFinite, seconds > 0 else {
             throw AudioError(.invalidParameter, "the OpenAL Soft mix needs 1...\(OpenALDevice.defaultSourceLimit) voices and a positive duration")
         }
         let device = try OpenALDevice(.loopback(OutputConfiguration(sampleRate: deviceRate, periodFrames: periodFrames)))
         defer { device.close() }
-        let sources = try Sources(device: device, buffers: try sines(voices, rate: sourceRate, channels: channelCount),
-                                  resampler: resampler, looping: true)
-        defer { sources.delete() }
-        try sources.play()
+        // The first `convertedShare` of the voices at `sourceRate`, the rest at the device's.
+        let converted = Int((Double(voices) * convertedShare).rounded(.up))
+        let tones = try sines(converted, rate: sourceRate, channels: channelCount)
+            + sines(voices - converted, rate: deviceRate, channels: channelCount)
+        let streams = try Streams(device: device, tones: tones, resampler: resampler)
+        defer { streams.delete() }
+        try streams.play()
         let buffer = UnsafeMutableBufferPointer<Float>.allocate(capacity: periodFrames * 2)
         defer { buffer.deallocate() }
         try device.render(frames: periodFrames, into: buffer)  // warm-up
+        try streams.refill()
         let total = Int(seconds * deviceRate)
         let wallStart = HostTime.now(), cpuStart = threadCPUSeconds()
         var done = 0
         while done < total {
             try device.render(frames: periodFrames, into: buffer)
+            try streams.refill()
             done += periodFrames
         }
         return (HostTime.seconds(from: wallStart, to: HostTime.now()), threadCPUSeconds() - cpuStart)
@@ -134,6 +144,106 @@ public enum OpenALSoftPeer {
                 for c in 0..<channels { samples[i * channels + c] = value }
             }
             return try PCMBuffer(format: format, samples: samples)
+        }
+    }
+
+    /// Streaming sources, one per tone, each looping its tone through three queued buffers.
+    private final class Streams: @unchecked Sendable {
+        // Sendable: used by one thread, its AL calls in the device's batches.
+        static let chunkFrames = 4096
+        static let buffersPerSource = 3
+        let device: OpenALDevice
+        private let tones: [PCMBuffer]
+        private var sources: [UInt32] = []
+        private var names: [[UInt32]] = []
+        /// Each tone's next frame to queue.
+        private var positions: [Int]
+        private let chunk: UnsafeMutablePointer<Float>
+
+        init(device: OpenALDevice, tones: [PCMBuffer], resampler: Resampler) throws {
+            self.device = device
+            self.tones = tones
+            positions = [Int](repeating: 0, count: tones.count)
+            chunk = .allocate(capacity: Self.chunkFrames * 2)
+            let count = tones.count
+            let made = try device.perform { _ -> ([UInt32], [UInt32]) in
+                var sources = [UInt32](repeating: 0, count: count)
+                var names = [UInt32](repeating: 0, count: count * Self.buffersPerSource)
+                alGenSources(Int32(count), &sources)
+                try OpenALStatus.al().check("alGenSources for \(count) sources")
+                alGenBuffers(Int32(names.count), &names)
+                try OpenALStatus.al().check("alGenBuffers for \(names.count) buffers")
+                for source in sources {
+                    alSourcei(source, AL_SOURCE_RESAMPLER_SOFT, Int32(resampler.index))
+                    alSourcef(source, AL_GAIN, 1 / Float(count))
+                }
+                return (sources, names)
+            }
+            sources = made.0
+            names = (0..<count).map { Array(made.1[($0 * Self.buffersPerSource)..<(($0 + 1) * Self.buffersPerSource)]) }
+            try device.perform { _ in
+                for k in 0..<count {
+                    for name in names[k] { fill(name, tone: k) }
+                    names[k].withUnsafeBufferPointer { alSourceQueueBuffers(sources[k], Int32($0.count), $0.baseAddress) }
+                }
+                try OpenALStatus.al().check("queueing the first buffers of \(count) sources")
+            }
+        }
+
+        deinit { chunk.deallocate() }
+
+        /// Copies the next chunk of tone `k` (looping) into OpenAL buffer `name`.
+        private func fill(_ name: UInt32, tone k: Int) {
+            let tone = tones[k]
+            let channels = tone.format.channelCount
+            tone.samples.withUnsafeBufferPointer { samples in
+                var written = 0
+                while written < Self.chunkFrames {
+                    let n = min(Self.chunkFrames - written, tone.frameCount - positions[k])
+                    guard let base = samples.baseAddress, n > 0 else { break }
+                    (chunk + written * channels).update(from: base + positions[k] * channels, count: n * channels)
+                    written += n
+                    positions[k] = (positions[k] + n) % tone.frameCount
+                }
+            }
+            let format = channels == 1 ? AL_FORMAT_MONO_FLOAT32 : AL_FORMAT_STEREO_FLOAT32
+            alBufferData(name, format, chunk, Int32(Self.chunkFrames * channels * 4), Int32(tone.format.sampleRate))
+        }
+
+        func play() throws {
+            try device.perform { _ in
+                sources.withUnsafeBufferPointer { alSourcePlayv(Int32($0.count), $0.baseAddress) }
+                try OpenALStatus.al().check("alSourcePlayv")
+            }
+        }
+
+        /// Unqueues what each source has played, refills it and queues it again.
+        func refill() throws {
+            try device.perform { _ in
+                var name: UInt32 = 0
+                for (k, source) in sources.enumerated() {
+                    var processed: Int32 = 0
+                    alGetSourcei(source, AL_BUFFERS_PROCESSED, &processed)
+                    for _ in 0..<max(0, processed) {
+                        alSourceUnqueueBuffers(source, 1, &name)
+                        fill(name, tone: k)
+                        alSourceQueueBuffers(source, 1, &name)
+                    }
+                }
+                try OpenALStatus.al().check("refilling \(sources.count) sources")
+            }
+        }
+
+        func delete() {
+            let (sources, names) = (self.sources, self.names.flatMap { $0 })
+            try? device.perform { _ in
+                for source in sources { alSourceStop(source); alSourcei(source, AL_BUFFER, 0) }
+                sources.withUnsafeBufferPointer { alDeleteSources(Int32($0.count), $0.baseAddress) }
+                names.withUnsafeBufferPointer { alDeleteBuffers(Int32($0.count), $0.baseAddress) }
+                _ = alGetError()
+            }
+            self.sources = []
+            self.names = []
         }
     }
 

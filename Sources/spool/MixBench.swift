@@ -1,14 +1,22 @@
 import Foundation
 import Spool
+import SpoolResampling
 
-/// `spool bench mix --voices N [--seconds S]`: the buffer-queue engine mixing N voices
-/// offline, half of them needing rate conversion (44.1 → 48 kHz), and OpenAL Soft mixing the
-/// same voices on its loopback device in the same run.
+/// `spool bench mix --voices N [--seconds S] [--converted SHARE] [--quality LEVEL]`: the
+/// buffer-queue engine mixing N voices offline at each resampling quality, `--converted` of
+/// them needing rate conversion (44.1 → 48 kHz); Spool's OpenAL back-end mixing the same
+/// voices; and OpenAL Soft converting and mixing them by itself on plain sources with its
+/// resampler matching each level (linear, the 11th- and 23rd-order sincs), all in one run.
 enum MixBench {
 
-    /// One back-end's figures: medians over `runs`, with the fastest and slowest beside them.
+    /// One configuration's figures: medians over `runs`, with the fastest and slowest beside them.
     struct Row: Codable {
         let backend: String
+        /// The resampling level (`fast`, `balanced`, `high`): Spool's, or the one OpenAL Soft's
+        /// resampler is matched with.
+        let quality: String
+        /// The converter at playback rate 1, or OpenAL Soft's resampler.
+        let resampler: String
         let voices: Int
         /// The share of voices at 44.1 kHz, converted to the 48 kHz device rate.
         let convertedShare: Double
@@ -32,86 +40,81 @@ enum MixBench {
         let cpu: Double
     }
 
+    /// OpenAL Soft's resampler matched with each level.
+    static let peerResampler: [ResamplingQuality: String] = [.fast: "linear", .balanced: "23rd", .high: "23rd"]
+
     static func run(_ words: [String]) throws {
-        let args = try Arguments(words, valued: ["voices", "seconds", "period", "json", "converted", "runs"], switches: ["help"])
+        let args = try Arguments(words, valued: ["voices", "seconds", "period", "json", "converted", "runs", "quality"],
+                                 switches: ["help"])
         if args.has("help") { print(BenchCommand.help); return }
-        let voices = try args.int("voices", in: 1...64) ?? 16
-        let seconds = try args.double("seconds", in: 0.1...600) ?? 10
-        let period = try args.int("period", in: 64...8192) ?? 512
-        let convertedShare = try args.double("converted", in: 0...1) ?? 0.5
-        let runs = try args.int("runs", in: 1...100) ?? 5
-        let queueRuns = try (0..<runs).map { _ in
-            try queueEngine(voices: voices, seconds: seconds, periodFrames: period, convertedShare: convertedShare)
-        }
-        let rows = [row("queue", voices: voices, share: convertedShare, seconds: seconds, runs: queueRuns)]
-            + (try openALRows(voices: voices, seconds: seconds, periodFrames: period, convertedShare: convertedShare, runs: runs))
-        let converted = Int((Double(voices) * convertedShare).rounded(.up))
-        print("\(voices) voices (\(converted) at 44.1 kHz, converted), \(String(format: "%g", seconds)) s at 48 kHz stereo, "
-              + "\(period)-frame periods; median of \(runs) runs (spread: slowest–fastest × real time); observed")
-        print(BenchCommand.table(
-            ["backend", "wall ms", "cpu ms", "× real time", "spread", "cpu % per voice"],
-            rows.map { r in
-                [r.backend, String(format: "%.1f", r.wallSeconds * 1000), String(format: "%.1f", r.cpuSeconds * 1000),
-                 String(format: "%.0f", r.realTimeFactor),
-                 String(format: "%.0f–%.0f", r.realTimeFactorMin, r.realTimeFactorMax),
-                 String(format: "%.3f", r.cpuPercentPerVoice)]
-            }))
-        for other in rows.dropFirst() {
-            print("queue engine / \(other.backend) speed: " + String(format: "%.2f×", rows[0].realTimeFactor / other.realTimeFactor))
-        }
-        if let json = args.string("json") { try BenchCommand.writeJSON(rows, to: json) }
-    }
-
-    /// OpenAL Soft mixing the same voices (streaming sources, the same share at 44.1 kHz) on a
-    /// loopback device, once at its own defaults (a linear resampler) and once with its best
-    /// resampler (bsinc24), the quality class of the queue engine's. OpenAL Soft reads its
-    /// configuration once per process, so each runs in a child process (`spool bench
-    /// mix-openal`), which makes every run and reports them all.
-    static func openALRows(voices: Int, seconds: Double, periodFrames: Int, convertedShare: Double, runs: Int) throws -> [Row] {
-        try [("openal (default: linear)", nil), ("openal (bsinc24)", "bsinc24")].map { label, resampler in
-            let conf = FileManager.default.temporaryDirectory.appendingPathComponent("spool-mix-\(getpid()).conf")
-            try "[general]\n\(resampler.map { "resampler = \($0)\n" } ?? "")".write(to: conf, atomically: true, encoding: .utf8)
-            defer { try? FileManager.default.removeItem(at: conf) }
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-            process.arguments = ["bench", "mix-openal", "--voices", "\(voices)", "--seconds", "\(seconds)",
-                                 "--period", "\(periodFrames)", "--converted", "\(convertedShare)", "--runs", "\(runs)"]
-            var environment = ProcessInfo.processInfo.environment
-            environment["ALSOFT_CONF"] = conf.path
-            process.environment = environment
-            let out = Pipe()
-            process.standardOutput = out
-            try process.run()
-            let data = out.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            guard process.terminationStatus == 0, let measured = try? JSONDecoder().decode([Run].self, from: data), !measured.isEmpty else {
-                throw AudioError(.libraryFailure, "the OpenAL mix benchmark (\(label)) failed")
-            }
-            return row(label, voices: voices, share: convertedShare, seconds: seconds, runs: measured)
-        }
-    }
-
-    /// `spool bench mix-openal`: the OpenAL side, in a process of its own; prints its runs as JSON.
-    static func runOpenALWorker(_ words: [String]) throws {
-        let args = try Arguments(words, valued: ["voices", "seconds", "period", "converted", "runs"], switches: [])
         let voices = try args.int("voices", in: 1...64) ?? 16
         let seconds = try args.double("seconds", in: 0.1...600) ?? 10
         let period = try args.int("period", in: 64...8192) ?? 512
         let share = try args.double("converted", in: 0...1) ?? 0.5
         let runs = try args.int("runs", in: 1...100) ?? 5
-        let measured = try (0..<runs).map { _ in
-            let (wall, cpu) = try benchmarkOpenALMix(voices: voices, seconds: seconds, rate: 48_000, periodFrames: period,
-                                                     convertedShare: share)
-            return Run(wall: wall, cpu: cpu)
+        let levels = try qualities(args.string("quality"))
+        var rows: [Row] = []
+        for quality in levels {
+            let queueRuns = try (0..<runs).map { _ in
+                try queueEngine(voices: voices, seconds: seconds, periodFrames: period, convertedShare: share, quality: quality)
+            }
+            let converter = "\(QueueResampler.fixedKind(quality))"
+            rows.append(row("queue", quality, converter, voices: voices, share: share, seconds: seconds, runs: queueRuns))
+            let openALRuns = try (0..<runs).map { _ in
+                let (wall, cpu) = try benchmarkOpenALMix(voices: voices, seconds: seconds, rate: 48_000, periodFrames: period,
+                                                         convertedShare: share, quality: quality)
+                return Run(wall: wall, cpu: cpu)
+            }
+            rows.append(row("openal", quality, converter, voices: voices, share: share, seconds: seconds, runs: openALRuns))
+            let resampler = try OpenALSoftPeer.resampler(named: peerResampler[quality] ?? "linear")
+            let peerRuns = try (0..<runs).map { _ in
+                let (wall, cpu) = try OpenALSoftPeer.benchmarkMix(voices: voices, seconds: seconds, deviceRate: 48_000,
+                                                                  sourceRate: 44_100, periodFrames: period,
+                                                                  convertedShare: share, resampler: resampler)
+                return Run(wall: wall, cpu: cpu)
+            }
+            rows.append(row("openal-soft", quality, resampler.description, voices: voices, share: share, seconds: seconds,
+                            runs: peerRuns))
         }
-        print(String(decoding: try JSONEncoder().encode(measured), as: UTF8.self))
+        let converted = Int((Double(voices) * share).rounded(.up))
+        print("\(voices) voices (\(converted) at 44.1 kHz, converted), \(String(format: "%g", seconds)) s at 48 kHz stereo, "
+              + "\(period)-frame periods; median of \(runs) runs (spread: slowest–fastest × real time); observed")
+        print("queue: the buffer-queue engine; openal: Spool's OpenAL back-end (it converts with the queue's converters); "
+              + "openal-soft: OpenAL Soft converting by itself on plain sources, its resampler matched with the level")
+        print(BenchCommand.table(
+            ["backend", "quality", "resampler", "wall ms", "cpu ms", "× real time", "spread", "cpu % per voice"],
+            rows.map { r in
+                [r.backend, r.quality, r.resampler, String(format: "%.1f", r.wallSeconds * 1000),
+                 String(format: "%.1f", r.cpuSeconds * 1000), String(format: "%.0f", r.realTimeFactor),
+                 String(format: "%.0f–%.0f", r.realTimeFactorMin, r.realTimeFactorMax),
+                 String(format: "%.3f", r.cpuPercentPerVoice)]
+            }))
+        for quality in levels {
+            let of = rows.filter { $0.quality == quality.rawValue }
+            guard let queue = of.first(where: { $0.backend == "queue" }), let peer = of.first(where: { $0.backend == "openal-soft" })
+            else { continue }
+            print("\(quality): queue engine / OpenAL Soft \(peer.resampler): "
+                  + String(format: "%.2f×", queue.realTimeFactor / peer.realTimeFactor))
+        }
+        if let json = args.string("json") { try BenchCommand.writeJSON(rows, to: json) }
+    }
+
+    /// The levels `--quality` names: one, or `all` (the default).
+    static func qualities(_ value: String?) throws -> [ResamplingQuality] {
+        guard let value, value != "all" else { return ResamplingQuality.allCases }
+        guard let quality = ResamplingQuality(rawValue: value) else {
+            throw UsageError("--quality is fast, balanced, high or all")
+        }
+        return [quality]
     }
 
     /// The row for `runs`: the run of median wall time gives the medians, the others the spread.
-    static func row(_ backend: String, voices: Int, share: Double, seconds: Double, runs: [Run]) -> Row {
+    static func row(_ backend: String, _ quality: ResamplingQuality, _ resampler: String, voices: Int, share: Double,
+                    seconds: Double, runs: [Run]) -> Row {
         let walls = runs.map(\.wall).sorted(), cpus = runs.map(\.cpu).sorted()
         let wall = walls[walls.count / 2], cpu = cpus[cpus.count / 2]
-        return Row(backend: backend, voices: voices, convertedShare: share, audioSeconds: seconds, runs: runs.count,
+        return Row(backend: backend, quality: quality.rawValue, resampler: resampler, voices: voices, convertedShare: share,
+                   audioSeconds: seconds, runs: runs.count,
                    wallSeconds: wall, cpuSeconds: cpu, realTimeFactor: seconds / wall,
                    realTimeFactorMin: seconds / walls[walls.count - 1], realTimeFactorMax: seconds / walls[0],
                    cpuPercentPerVoice: cpu / seconds / Double(voices) * 100)
@@ -120,7 +123,8 @@ enum MixBench {
     /// The queue engine's voices for the bench: `convertedShare` of them play at 44.1 kHz
     /// (`--converted`), each a one-second sine of its own frequency at volume 1/`voices`, looped
     /// in place as a cached sound would be, on an offline device at 48 kHz.
-    static func queueMix(voices: Int, periodFrames: Int, convertedShare: Double) throws -> (OfflineDevice, [BufferQueue]) {
+    static func queueMix(voices: Int, periodFrames: Int, convertedShare: Double,
+                         quality: ResamplingQuality = .default) throws -> (OfflineDevice, [BufferQueue]) {
         let device = try OfflineDevice(configuration: OutputConfiguration(sampleRate: 48_000, periodFrames: periodFrames))
         let engine = QueueEngine(device: device)
         try engine.start()
@@ -128,7 +132,7 @@ enum MixBench {
         for v in 0..<voices {
             let format = try AudioFormat(sampleRate: voiceRate(v, of: voices, convertedShare: convertedShare), channelCount: 2)
             let tone = try toneBuffer(format: format, frequency: voiceFrequency(v))
-            let queue = try BufferQueue(format: format, engine: engine) { queue, _ in try? queue.enqueue(tone) }
+            let queue = try BufferQueue(format: format, engine: engine, quality: quality) { queue, _ in try? queue.enqueue(tone) }
             try queue.setVolume(1 / Float(voices))
             for _ in 0..<2 { try queue.enqueue(tone) }
             try queue.start()
@@ -146,8 +150,10 @@ enum MixBench {
     static func voiceFrequency(_ v: Int) -> Double { 220 + 55 * Double(v) }
 
     /// The queue engine's run: `seconds` of the mix rendered in periods, timed.
-    static func queueEngine(voices: Int, seconds: Double, periodFrames: Int, convertedShare: Double) throws -> Run {
-        let (device, queues) = try queueMix(voices: voices, periodFrames: periodFrames, convertedShare: convertedShare)
+    static func queueEngine(voices: Int, seconds: Double, periodFrames: Int, convertedShare: Double,
+                            quality: ResamplingQuality) throws -> Run {
+        let (device, queues) = try queueMix(voices: voices, periodFrames: periodFrames, convertedShare: convertedShare,
+                                            quality: quality)
         let total = Int(seconds * 48_000)
         let buffer = UnsafeMutableBufferPointer<Float>.allocate(capacity: periodFrames * 2)
         defer { buffer.deallocate() }

@@ -8,8 +8,9 @@ import Spool
 @Suite("Mix benchmark output")
 struct MixBenchOutputTests {
     /// Renders `frames` of the bench's queue mix and the expected sum; skips the first `skip`.
-    private func render(voices: Int, share: Double, frames: Int, skip: Int) throws -> (actual: [Float], expected: [Double]) {
-        let (device, queues) = try MixBench.queueMix(voices: voices, periodFrames: 512, convertedShare: share)
+    private func render(voices: Int, share: Double, frames: Int, skip: Int,
+                        quality: ResamplingQuality = .high) throws -> (actual: [Float], expected: [Double]) {
+        let (device, queues) = try MixBench.queueMix(voices: voices, periodFrames: 512, convertedShare: share, quality: quality)
         defer { for queue in queues { queue.dispose() } }
         var actual: [Float] = []
         let buffer = UnsafeMutableBufferPointer<Float>.allocate(capacity: 512 * 2)
@@ -48,5 +49,28 @@ struct MixBenchOutputTests {
         for channel in 0..<2 {
             #expect(snr(actual, expected, channel: channel) > 80, "channel \(channel)")
         }
+    }
+
+    @Test(arguments: [(ResamplingQuality.fast, 60.0), (.balanced, 80), (.high, 80)])
+    func convertedVoicesAtEachLevelSumToTheSameSines(_ quality: ResamplingQuality, _ floor: Double) throws {
+        // The voices' tones lie at 220…605 Hz, where even the fast level's 16 taps are clean.
+        let (actual, expected) = try render(voices: 8, share: 1, frames: 9600, skip: 1024, quality: quality)
+        for channel in 0..<2 {
+            #expect(snr(actual, expected, channel: channel) > floor, "\(quality), channel \(channel)")
+        }
+    }
+
+    @Test func theCapacitySearchFindsTheLargestCountThatPasses() throws {
+        var tried: [Int] = []
+        let found = try CapacityBench.search(maximum: 1024) { count in
+            tried.append(count)
+            return count <= 37
+        }
+        #expect(found.passed == 37 && found.failed == 38, "\(found), tried \(tried)")
+        #expect(Array(tried.prefix(4)) == [8, 16, 32, 64], "doubling first: \(tried)")
+        let all = try CapacityBench.search(maximum: 16) { _ in true }
+        #expect(all.passed == 16 && all.failed == nil, "\(all)")
+        let none = try CapacityBench.search(maximum: 64) { _ in false }
+        #expect(none.passed == 0 && none.failed == 1, "\(none)")
     }
 }
