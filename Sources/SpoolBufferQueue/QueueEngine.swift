@@ -19,8 +19,9 @@ public final class QueueEngine: AudioRenderer, Sendable {
     /// The device's format: what every queue is converted to.
     public var format: AudioFormat { device.format }
 
-    /// Most queues one engine mixes.
-    public static let maximumQueues = 64
+    /// Most queues one engine mixes: as many as OpenAL Soft's sources (256). The render
+    /// thread looks at one flag per queue each period, so the limit costs next to nothing.
+    public static let maximumQueues = 256
 
     let isRealTime: Bool
     private let slots: SlotTable

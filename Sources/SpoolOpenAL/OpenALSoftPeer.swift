@@ -111,25 +111,38 @@ public enum OpenALSoftPeer {
         return (HostTime.seconds(from: wallStart, to: HostTime.now()), threadCPUSeconds() - cpuStart)
     }
 
-    /// Plays `voices` looping sources (as `benchmarkMix`) in real time on the null device for
-    /// `seconds`, and counts the periods its clock rendered too late (xruns): whether OpenAL
-    /// Soft keeps up with that many voices.
-    /// - Returns: The null device's xruns over the run.
+    /// Plays `voices` streaming sources (as `benchmarkMix`: the first `convertedShare` at
+    /// `sourceRate`) in real time on the null device for `seconds`, refilled by a thread of
+    /// their own every half period, as OpenAL streaming code does: whether OpenAL Soft keeps
+    /// up with that many voices.
+    /// - Returns: The periods the null device's clock rendered too late (xruns), plus the
+    ///   sources that ran dry (OpenAL stops a source whose queue runs out).
     /// - Throws: `.invalidParameter` for a count out of range; device and AL errors.
     public static func playInRealTime(voices: Int, seconds: Double, configuration: OutputConfiguration,
-                                      sourceRate: Double, channelCount: Int = 2, resampler: Resampler) throws -> Int {
+                                      sourceRate: Double, channelCount: Int = 2, convertedShare: Double = 1,
+                                      resampler: Resampler) throws -> Int {
         guard (1...OpenALDevice.defaultSourceLimit).contains(voices), seconds.isFinite, seconds > 0 else {
             throw AudioError(.invalidParameter, "the OpenAL Soft run needs 1...\(OpenALDevice.defaultSourceLimit) voices and a positive duration")
         }
         let device = try OpenALDevice(.null(configuration))
         defer { device.close() }
-        let sources = try Sources(device: device, buffers: try sines(voices, rate: sourceRate, channels: channelCount),
-                                  resampler: resampler, looping: true)
-        defer { sources.delete() }
+        let deviceRate = device.format.sampleRate
+        let converted = Int((Double(voices) * convertedShare).rounded(.up))
+        let tones = try sines(converted, rate: sourceRate, channels: channelCount)
+            + sines(voices - converted, rate: deviceRate, channels: channelCount)
+        let streams = try Streams(device: device, tones: tones, resampler: resampler)
+        defer { streams.delete() }
         let before = device.xrunCount
-        try sources.play()
-        HostTime.sleep(until: HostTime.now() + HostTime.nanoseconds(seconds))
-        return device.xrunCount - before
+        try streams.play()
+        let interval = HostTime.nanoseconds(Double(configuration.periodFrames) / deviceRate / 2)
+        let deadline = HostTime.now() + HostTime.nanoseconds(seconds)
+        var next = HostTime.now()
+        while next < deadline {
+            try streams.refill()
+            next += interval
+            HostTime.sleep(until: next)
+        }
+        return device.xrunCount - before + (try streams.stoppedCount())
     }
 
     /// One-second sines of 220 + 55·(k mod 32) Hz, amplitude 0.5.
@@ -231,6 +244,17 @@ public enum OpenALSoftPeer {
                     }
                 }
                 try OpenALStatus.al().check("refilling \(sources.count) sources")
+            }
+        }
+
+        /// Sources that ran dry: OpenAL stopped them.
+        func stoppedCount() throws -> Int {
+            try device.perform { _ in
+                sources.filter { source in
+                    var state: Int32 = 0
+                    alGetSourcei(source, AL_SOURCE_STATE, &state)
+                    return state == AL_STOPPED
+                }.count
             }
         }
 
