@@ -64,8 +64,19 @@ public final class BufferQueue: Sendable {
         var again = false
     }
 
-    /// How its audio is converted to the device rate (chosen when it was made).
+    /// How its audio is converted to the device rate.
     public var resamplingQuality: ResamplingQuality { slot.quality }
+
+    /// Changes how its audio is converted, also while it plays: the render thread moves to the
+    /// new level's converters through a 20 ms crossfade (out of the fixed-ratio lane into the
+    /// varispeed one and back), so nothing clicks and no frame is lost or repeated.
+    /// - Throws: `.invalidState` after `dispose()`.
+    public func setResamplingQuality(_ quality: ResamplingQuality) throws {
+        try state.withLock { s in
+            guard !s.disposed else { throw AudioError(.invalidState, "the queue was disposed") }
+        }
+        slot.setQuality(quality)
+    }
 
     /// Makes a queue on `engine`.
     /// - Parameters:

@@ -71,6 +71,8 @@ public final class BufferQueueVoice: PlaybackVoice {
 
     public var resamplingQuality: ResamplingQuality { queue.resamplingQuality }
 
+    public func setResamplingQuality(_ quality: ResamplingQuality) throws { try queue.setResamplingQuality(quality) }
+
     init(format: AudioFormat, engine: QueueEngine, quality: ResamplingQuality? = nil) throws {
         let box = self.box
         queue = try BufferQueue(format: format, engine: engine, quality: quality) { _, buffer in

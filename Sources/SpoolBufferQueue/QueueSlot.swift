@@ -151,8 +151,11 @@ final class QueueSlot: @unchecked Sendable {
             maximumFrames: maximumFrames, declickFrames: declickFrames, quality: quality)
     }
 
-    /// The level its converters were chosen for.
+    /// The level it converts at (the one asked for last).
     var quality: ResamplingQuality { resampler.quality }
+
+    /// Moves its conversion to `quality` (an atomic store the render thread takes up).
+    func setQuality(_ quality: ResamplingQuality) { resampler.setQuality(quality) }
 
     deinit {
         descriptors.deallocate()

@@ -135,6 +135,10 @@ public protocol PlaybackVoice: AnyObject, Sendable {
     /// Where its transport is (see the table above).
     /// How its audio is converted to the output's rate (when the rates differ).
     var resamplingQuality: ResamplingQuality { get }
+    /// Changes how its audio is converted; while it plays, without a click.
+    /// - Throws: `.invalidState` once disposed; `.invalidParameter` for a level a voice with
+    ///   one way of converting does not have.
+    func setResamplingQuality(_ quality: ResamplingQuality) throws
     var state: VoiceState { get }
     /// Whether `stop(immediately: false)` has marked the end of its input: it stops by
     /// itself once it has played what is queued (when playing), and takes no more buffers.
@@ -306,4 +310,11 @@ public struct VoiceHandlers: Sendable {
 extension PlaybackVoice {
     /// A voice with one way of converting reports the default level.
     public var resamplingQuality: ResamplingQuality { .default }
+
+    /// A voice with one way of converting takes only that level.
+    public func setResamplingQuality(_ quality: ResamplingQuality) throws {
+        guard quality == resamplingQuality else {
+            throw AudioError(.invalidParameter, "this voice converts at \(resamplingQuality) only, not \(quality)")
+        }
+    }
 }

@@ -7,7 +7,7 @@
 ///
 /// | level | playback rate 1 | varispeed | SNR (worst conversion) | OpenAL Soft peer |
 /// | --- | --- | --- | --- | --- |
-/// | `fast` | libswresample, 16 taps | libsamplerate linear | ≥ 97 dB at 1 kHz, ≥ 52 dB near the top of the band | linear (its default) |
+/// | `fast` | libswresample, 16 taps | libsamplerate sinc fastest | ≥ 97 dB at 1 kHz, ≥ 52 dB near the top of the band | linear (its default) |
 /// | `balanced` | libswresample, 32 taps, cutoff 0.85 | libsamplerate sinc fastest | ≥ 91 dB | 11th-order sinc (bsinc12) |
 /// | `high` | libsoxr HQ | libsamplerate sinc medium | ≥ 95 dB, aliasing ≤ −133 dB | 23rd-order sinc (bsinc24) |
 ///

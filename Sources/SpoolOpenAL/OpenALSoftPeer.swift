@@ -115,12 +115,12 @@ public enum OpenALSoftPeer {
     /// `sourceRate`) in real time on the null device for `seconds`, refilled by a thread of
     /// their own every half period, as OpenAL streaming code does: whether OpenAL Soft keeps
     /// up with that many voices.
-    /// - Returns: The periods the null device's clock rendered too late (xruns), plus the
-    ///   sources that ran dry (OpenAL stops a source whose queue runs out).
+    /// - Returns: The periods the null device's clock rendered too late (xruns), the sources
+    ///   that ran dry (OpenAL stops a source whose queue runs out), and their sum.
     /// - Throws: `.invalidParameter` for a count out of range; device and AL errors.
     public static func playInRealTime(voices: Int, seconds: Double, configuration: OutputConfiguration,
                                       sourceRate: Double, channelCount: Int = 2, convertedShare: Double = 1,
-                                      resampler: Resampler) throws -> Int {
+                                      resampler: Resampler) throws -> (late: Int, dry: Int, total: Int) {
         guard (1...OpenALDevice.defaultSourceLimit).contains(voices), seconds.isFinite, seconds > 0 else {
             throw AudioError(.invalidParameter, "the OpenAL Soft run needs 1...\(OpenALDevice.defaultSourceLimit) voices and a positive duration")
         }
@@ -142,7 +142,8 @@ public enum OpenALSoftPeer {
             next += interval
             HostTime.sleep(until: next)
         }
-        return device.xrunCount - before + (try streams.stoppedCount())
+        let late = device.xrunCount - before, dry = try streams.stoppedCount()
+        return (late, dry, late + dry)
     }
 
     /// One-second sines of 220 + 55·(k mod 32) Hz, amplitude 0.5.

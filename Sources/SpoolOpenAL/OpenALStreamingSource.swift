@@ -153,8 +153,16 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
     /// - Throws: `.invalidParameter` for a rate the converter cannot take; `.invalidState` when
     ///   every source plays a voice of higher priority, or the device is closed;
     ///   `.deviceLost` when it is lost.
-    /// How its audio is converted to the device rate (chosen when it was made).
+    /// How its audio is converted to the device rate.
     public var resamplingQuality: ResamplingQuality { lane.resampler.quality }
+
+    /// Changes how its audio is converted, also while it plays (see
+    /// `BufferQueue.setResamplingQuality(_:)`: the same converters, the same crossfade).
+    /// - Throws: `.invalidState` after `dispose()`, once stolen or closed.
+    public func setResamplingQuality(_ quality: ResamplingQuality) throws {
+        try locked.withLock { st in _ = try usable(st) }
+        lane.resampler.setQuality(quality)
+    }
 
     public init(device: OpenALDevice, format: AudioFormat, priority: Int = 0, quality: ResamplingQuality = .default) throws {
         self.device = device

@@ -14,8 +14,7 @@ import Glibc
 ///   and `fast` libswresample's 32- and 16-tap filters through the same stream; or the source
 ///   frames themselves when the queue's rate is the device's;
 /// - at any other rate the varispeed lane plays: libsamplerate's medium sinc converter
-///   (`high`), its fastest sinc (`balanced`) or its linear one (`fast`), which glide between
-///   ratios.
+///   (`high`) or its fastest sinc (`balanced`, `fast`), which glide between ratios.
 ///
 /// libsoxr reads ahead of what it plays by a number of input frames, which at low source rates
 /// is long (180 ms at 8 kHz): a queue must hold that much beyond the period being played. Where
@@ -57,8 +56,16 @@ package final class QueueResampler {
     package let channelCount: Int
     /// Device frames per source frame at a playback rate of 1.
     package let ratio: Double
-    /// The level its converters were chosen for.
-    package let quality: ResamplingQuality
+    /// The level asked for last (`setQuality`); the lanes move to it at the render thread's
+    /// next chance (a crossfade through the varispeed lane, 20 ms, no click).
+    package var quality: ResamplingQuality { ResamplingQuality.allCases[requestedLevel.load(ordering: .relaxed)] }
+    private let requestedLevel: Atomic<Int>
+
+    /// Moves the conversion to `quality`: real-time safe, from any thread. Every level's
+    /// converters were made with the resampler, so the render thread only switches between them.
+    package func setQuality(_ quality: ResamplingQuality) {
+        requestedLevel.store(ResamplingQuality.allCases.firstIndex(of: quality) ?? 0, ordering: .relaxed)
+    }
 
     /// The converter of the fixed lane at each level (libsoxr HQ at `high`).
     package static func fixedKind(_ quality: ResamplingQuality) -> RateConverterKind {
@@ -69,20 +76,29 @@ package final class QueueResampler {
         }
     }
 
-    /// The converter of the varispeed lane at each level.
+    /// The converter of the varispeed lane at each level. (libsamplerate's linear
+    /// interpolator would be cheaper for `fast`, but its output trails its input by a frame,
+    /// which a lane switch would hear as a displacement.)
     package static func varispeedKind(_ quality: ResamplingQuality) -> RateConverterKind {
         switch quality {
-        case .fast: .linear
-        case .balanced: .sincFastest
+        case .fast, .balanced: .sincFastest
         case .high: .sincMedium
         }
     }
     private(set) var mode = Mode.fixed
 
-    private let soxr: SoxrStream?
+    /// The fixed lane's stream at each level (in `ResamplingQuality.allCases` order); nil at
+    /// equal rates, or where libsoxr would read too far ahead.
+    private let streams: [SoxrStream?]
+    /// The varispeed lane's converter at each level.
+    private let varispeeds: [StreamingRateConverter<SampleRateEngine>]
+    /// The levels the two lanes are at now (render side).
+    private var fixedLevel: Int
+    private var varispeedLevel: Int
+    private var soxr: SoxrStream?
     /// Whether a fixed-ratio lane plays at a playback rate of 1: the source itself or libsoxr.
-    private let hasFixedLane: Bool
-    private let varispeed: StreamingRateConverter<SampleRateEngine>
+    private var hasFixedLane: Bool { ratio == 1 || soxr != nil }
+    private var varispeed: StreamingRateConverter<SampleRateEngine>
     private var ring: SourceRing
     /// Frames kept behind the sounding instant: enough to restart either lane there.
     private let historyFrames: Int
@@ -136,42 +152,31 @@ package final class QueueResampler {
                  quality: ResamplingQuality = .default) throws {
         self.channelCount = channelCount
         self.ratio = ratio
-        self.quality = quality
-        var soxr: SoxrStream?
-        if ratio != 1 {
-            switch quality {
-            case .high:
-                // The default DFT blocks where their look-ahead fits, else short ones, else none.
-                let readAheadLimit = Int(sourceRate * Self.maximumReadAheadSeconds)
-                for smallBlocks in [false, true] {
-                    let stream = try SoxrStream(channelCount: channelCount, ratio: ratio, smallBlocks: smallBlocks)
-                    if stream.lookaheadFrames <= readAheadLimit {
-                        soxr = stream
-                        break
-                    }
-                }
-            case .balanced, .fast:
-                // libswresample's filters read a few frames ahead at any rate.
-                soxr = try SoxrStream(kind: Self.fixedKind(quality), channelCount: channelCount, ratio: ratio)
-            }
+        let level = ResamplingQuality.allCases.firstIndex(of: quality) ?? 0
+        requestedLevel = Atomic(level)
+        streams = try ResamplingQuality.allCases.map { try Self.fixedStream($0, channelCount: channelCount, sourceRate: sourceRate, ratio: ratio) }
+        varispeeds = try ResamplingQuality.allCases.map {
+            try makeSampleRateConverter(Self.varispeedKind($0), channelCount: channelCount, ratio: ratio)
         }
-        self.soxr = soxr
-        hasFixedLane = ratio == 1 || soxr != nil
-        varispeed = try makeSampleRateConverter(Self.varispeedKind(quality), channelCount: channelCount, ratio: ratio)
+        fixedLevel = level
+        varispeedLevel = level
+        soxr = streams[level]
+        varispeed = varispeeds[level]
         varispeedTarget = ratio
         self.declickFrames = declickFrames
         trimFrames = 2 * declickFrames
         blockFrames = min(maximumFrames, 1024)
         blend = .allocate(capacity: blockFrames * channelCount)
 
-        // The sinc converter's widest reach: at the smallest ratio, a playback rate of 2.
+        // The sinc converters' widest reach: at the smallest ratio, a playback rate of 2; and
+        // the fixed lanes' (the ring holds what any level's lanes need).
         let slowest = max(ratio / 2, RateConverterKind.supportedRatios.lowerBound)
-        let sincReach = Int(varispeed.filterReachFrames(atRatio: slowest).rounded(.up)) + 2
+        let sincReach = varispeeds.map { Int($0.filterReachFrames(atRatio: slowest).rounded(.up)) + 2 }.max() ?? 0
         var history = sincReach
         var fixedNeed = blockFrames
-        if let soxr {
-            history = max(history, soxr.reachFrames + Int(Self.searchFrames) + 2)
-            fixedNeed = Int(Double(blockFrames) * soxr.inputFramesPerOutput) + soxr.lookaheadFrames + soxr.chunkFrames
+        for case let stream? in streams {
+            history = max(history, stream.reachFrames + Int(Self.searchFrames) + 2)
+            fixedNeed = max(fixedNeed, Int(Double(blockFrames) * stream.inputFramesPerOutput) + stream.lookaheadFrames + stream.chunkFrames)
         }
         historyFrames = history + 16
         let varispeedNeed = Int(Double(blockFrames) / slowest) + sincReach + 64
@@ -184,6 +189,53 @@ package final class QueueResampler {
     deinit {
         blend.deallocate()
         ring.deallocate()
+    }
+
+    /// The fixed lane's stream at `quality`, nil at equal rates or where it would read ahead
+    /// of what plays by more than `maximumReadAheadSeconds`.
+    private static func fixedStream(_ quality: ResamplingQuality, channelCount: Int, sourceRate: Double,
+                                    ratio: Double) throws -> SoxrStream? {
+        guard ratio != 1 else { return nil }
+        switch quality {
+        case .high:
+            // The default DFT blocks where their look-ahead fits, else short ones, else none.
+            let readAheadLimit = Int(sourceRate * maximumReadAheadSeconds)
+            for smallBlocks in [false, true] {
+                let stream = try SoxrStream(channelCount: channelCount, ratio: ratio, smallBlocks: smallBlocks)
+                if stream.lookaheadFrames <= readAheadLimit { return stream }
+            }
+            return nil
+        case .balanced, .fast:
+            // libswresample's filters read a few frames ahead at any rate.
+            return try SoxrStream(kind: fixedKind(quality), channelCount: channelCount, ratio: ratio)
+        }
+    }
+
+    /// Takes up the level asked for where a lane is idle: the varispeed converter while the
+    /// fixed lane plays, the fixed stream while the varispeed lane plays.
+    /// - Returns: Whether the fixed lane playing now is at another level than the one asked
+    ///   for (the render then passes through the varispeed lane to reach it).
+    private func adoptRequestedLevel() -> Bool {
+        let want = requestedLevel.load(ordering: .relaxed)
+        switch mode {
+        case .fixed:
+            if varispeedLevel != want {
+                varispeed = varispeeds[want]
+                varispeedLevel = want
+            }
+            if fixedLevel != want, soxr == nil, streams[want] == nil {
+                fixedLevel = want  // the source itself at every level
+            }
+            return fixedLevel != want
+        case .varispeed:
+            if fixedLevel != want {
+                soxr = streams[want]
+                fixedLevel = want
+            }
+            return false
+        case .toVarispeed, .trimming, .toFixed:
+            return false
+        }
     }
 
     /// The queue sample time sounding in the next output frame.
@@ -235,6 +287,11 @@ package final class QueueResampler {
     /// Starts the source over at queue sample time `timeline`, with silence before it: at a
     /// fresh start and after a reset. Reads nothing; real-time safe.
     package func restart(timeline: Double, playbackRate: Float) {
+        let want = requestedLevel.load(ordering: .relaxed)
+        fixedLevel = want
+        varispeedLevel = want
+        soxr = streams[want]
+        varispeed = varispeeds[want]
         let start = ring.end + historyFrames
         ring.clear(at: ring.end)
         ring.append(nil, count: historyFrames, keepingFrom: ring.end)
@@ -264,9 +321,10 @@ package final class QueueResampler {
             let out = destination + done * channelCount
             let n = min(frames - done, blockFrames)
             var made = 0
+            let switching = adoptRequestedLevel()
             switch mode {
             case .fixed:
-                if rate != 1 {
+                if rate != 1 || switching {
                     startVarispeed(at: fixedInstant, ratio: ratio, source: source)
                     mode = .toVarispeed(left: declickFrames)
                     continue

@@ -19,7 +19,7 @@ enum CapacityBench {
         let resampler: String
         /// The most voices that passed.
         let voices: Int
-        /// The first count that failed (nil: `--max` passed).
+        /// The first count that failed (nil: the most the back-end mixes, or `--max`, passed).
         let failedAt: Int?
         let seconds: Double
         let periodFrames: Int
@@ -33,7 +33,7 @@ enum CapacityBench {
         let args = try Arguments(words, valued: ["seconds", "quality", "max", "json", "backends"], switches: ["help"])
         if args.has("help") { print(BenchCommand.help); return }
         let seconds = try args.double("seconds", in: 1...600) ?? 20
-        let maximum = try args.int("max", in: 1...4096) ?? 1024
+        let maximum = try args.int("max", in: 1...4096) ?? 256
         let levels = try MixBench.qualities(args.string("quality"))
         let backends = (args.string("backends") ?? "queue,openal,openal-soft").split(separator: ",").map(String.init)
         guard backends.allSatisfy({ ["queue", "openal", "openal-soft"].contains($0) }) else {
@@ -53,15 +53,22 @@ enum CapacityBench {
                     // OpenAL Soft has 256 sources: more cannot be asked of it.
                     trial = { voices in
                         guard voices <= OpenALDevice.defaultSourceLimit else { return false }
-                        return try OpenALSoftPeer.playInRealTime(voices: voices, seconds: seconds + 1, configuration: configuration,
-                                                                 sourceRate: 44_100, resampler: peer) == 0
+                        let failures = try OpenALSoftPeer.playInRealTime(voices: voices, seconds: seconds + 1,
+                                                                         configuration: configuration, sourceRate: 44_100,
+                                                                         resampler: peer)
+                        if failures.total > 0 {
+                            printError("spool: openal-soft \(quality), \(voices) voices: \(failures.dry) sources ran dry, "
+                                       + "\(failures.late) late periods")
+                        }
+                        return failures.total == 0
                     }
                 default:
                     resampler = "\(QueueResampler.fixedKind(quality))"
                     trial = { voices in try sustains(backend: backend, voices: voices, quality: quality, tone: tone, seconds: seconds) }
                 }
-                let (passed, failed) = try search(maximum: backend == "openal-soft" ? min(maximum, OpenALDevice.defaultSourceLimit)
-                                                                                    : maximum, trial)
+                // Each back-end mixes at most 256 voices (the queue engine's queues, OpenAL Soft's sources).
+                let limit = backend == "queue" ? QueueEngine.maximumQueues : OpenALDevice.defaultSourceLimit
+                let (passed, failed) = try search(maximum: min(maximum, limit), trial)
                 let row = Row(backend: backend, quality: quality.rawValue, resampler: resampler, voices: passed, failedAt: failed,
                               seconds: seconds, periodFrames: configuration.periodFrames, periodCount: configuration.periodCount)
                 printError("spool: \(backend) \(quality): \(passed) voices" + (failed.map { " (\($0) failed)" } ?? ""))
@@ -72,7 +79,8 @@ enum CapacityBench {
               + "\(configuration.periodFrames) × \(configuration.periodCount) frames; no underrun or late period over "
               + "\(String(format: "%g", seconds)) s; observed")
         print(BenchCommand.table(["backend", "quality", "resampler", "voices", "first failing"], rows.map { r in
-            [r.backend, r.quality, r.resampler, "\(r.voices)", r.failedAt.map { "\($0)" } ?? "—"]
+            [r.backend, r.quality, r.resampler, r.failedAt == nil ? "≥ \(r.voices) (all)" : "\(r.voices)",
+             r.failedAt.map { "\($0)" } ?? "—"]
         }))
         for quality in levels {
             let of = rows.filter { $0.quality == quality.rawValue }
@@ -143,6 +151,10 @@ enum CapacityBench {
         let underrunsBefore = feeders.reduce(0) { $0 + $1.voice.underrunCount }, xrunsBefore = xruns()
         Thread.sleep(forTimeInterval: seconds)
         let underruns = feeders.reduce(0) { $0 + $1.voice.underrunCount } - underrunsBefore
-        return underruns == 0 && xruns() - xrunsBefore == 0
+        let late = xruns() - xrunsBefore
+        if underruns > 0 || late > 0 {
+            printError("spool: \(name) \(quality), \(voices) voices: \(underruns) underruns, \(late) late periods")
+        }
+        return underruns == 0 && late == 0
     }
 }

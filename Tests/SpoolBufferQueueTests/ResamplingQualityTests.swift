@@ -60,4 +60,40 @@ struct ResamplingQualityTests {
         #expect(asked.resamplingQuality == .balanced)
         #expect(QueueResampler.fixedKind(.fast) == .swrFilter16 && QueueResampler.fixedKind(.high) == .soxrHQ)
     }
+
+    @Test("switching levels while playing never clicks and keeps the tone's place", arguments: [44_100.0, 22_050.0, 8_000.0])
+    func switchingLevelsWhilePlayingNeverClicks(sourceRate: Double) throws {
+        let (engine, device) = try makeOfflineEngine(periodFrames: 128)
+        let format = try AudioFormat(sampleRate: sourceRate, channelCount: 1)
+        let queue = try BufferQueue(format: format, engine: engine, quality: .fast) { _, _ in }
+        try queue.setPan(-1)
+        try queue.enqueue(try filledBuffer(queue, sine(frequency: 300, rate: sourceRate, frames: Int(sourceRate * 3), channels: 1)))
+        try queue.start()
+        var left: [Float] = []
+        let levels: [ResamplingQuality] = [.balanced, .high, .fast, .high, .balanced, .fast]
+        for (k, level) in levels.enumerated() {
+            // Each level for 40 to 90 periods of 128 frames: the 20 ms switch ends well inside.
+            for _ in 0..<(40 + 10 * k) { left += channel(try device.render(frames: 128).samples, 0, of: 2) }
+            try queue.setResamplingQuality(level)
+            #expect(queue.resamplingQuality == level)
+        }
+        for _ in 0..<40 { left += channel(try device.render(frames: 128).samples, 0, of: 2) }
+        // A 300 Hz sine's slope bounds every step; a jump between converters would pass it.
+        let slopeLimit = Float(2 * Double.pi * 300 / 48_000 * 0.5 * 1.02)
+        // Past the onset, which rings through any band-limited filter.
+        let steps = zip(left[480...], left[481...]).map { abs($1 - $0) }
+        #expect((steps.max() ?? 0) <= slopeLimit, "largest step \(steps.max() ?? 0), limit \(slopeLimit)")
+        // The tone keeps its place through every switch: each output frame is the sine at its
+        // own source instant (frame n sounds source time n × rate / 48 000), no frame lost or
+        // repeated, to within the fast level's floor.
+        var signal = 0.0, noise = 0.0
+        for n in 2_000..<left.count {
+            let ideal = 0.5 * sin(2 * Double.pi * 300 * Double(n) / 48_000)
+            signal += ideal * ideal
+            noise += (Double(left[n]) - ideal) * (Double(left[n]) - ideal)
+        }
+        let snr = 10 * log10(signal / max(noise, 1e-30))
+        #expect(snr >= 50, "\(snr) dB against the tone at every frame's own instant")
+        #expect(queue.underrunCount == 0)
+    }
 }
