@@ -107,6 +107,8 @@ public final class AudioPlayer: Sendable {
         var rateMode = RateMode.timeStretch
         var numberOfLoops = 0
         var isMeteringEnabled = false
+        /// Nil: the back-end's own level.
+        var quality: ResamplingQuality?
         /// Underruns of voices the player no longer has.
         var underrunsBefore = 0
         var meters: [(average: Float, peak: Float)] = []
@@ -400,6 +402,22 @@ public final class AudioPlayer: Sendable {
         }
     }
 
+    /// How the source is converted to the output's rate when the two differ: the back-end's
+    /// level (`ResamplingQuality.default` unless it was set) until `setResamplingQuality(_:)`.
+    public var resamplingQuality: ResamplingQuality {
+        control.withLock { c in c.voice?.resamplingQuality ?? c.quality ?? .default }
+    }
+
+    /// Chooses how the source is converted to the output's rate; while playing, the change
+    /// crossfades without a click (see `ResamplingQuality`).
+    /// - Throws: The voice's error (a back-end with one way of converting refuses the others).
+    public func setResamplingQuality(_ quality: ResamplingQuality) throws {
+        try control.withLock { c in
+            try c.voice?.setResamplingQuality(quality)
+            c.quality = quality
+        }
+    }
+
     /// The stereo position, −1 (left) … 1 (right). The corresponding Apple property is `pan`.
     public var pan: Float { control.withLock { $0.pan } }
 
@@ -568,7 +586,7 @@ public final class AudioPlayer: Sendable {
         if let feeder = c.feeder {
             try feeder.seek(toFrame: c.startFrame)
         } else {
-            let voice = try backend.makeVoice(format: format)
+            let voice = try c.quality.map { try backend.makeVoice(format: format, quality: $0) } ?? backend.makeVoice(format: format)
             do {
                 try voice.setVolume(c.volume)
                 try voice.setPan(c.pan)
