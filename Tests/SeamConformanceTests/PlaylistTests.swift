@@ -12,6 +12,16 @@ struct PlaylistTests {
         .buffer(try identityBuffer((k * 40_000)..<(k * 40_000 + frames)))
     }
 
+    /// The events told up to and with `.finished`, as text.
+    static func told(_ events: AsyncStream<PlaylistEvent>) async -> [String] {
+        var told: [String] = []
+        for await event in events {
+            told.append("\(event)")
+            if case .finished = event { break }
+        }
+        return told
+    }
+
     /// Which items were heard, in order, from the identity numbers of the rendered frames.
     static func heard(_ out: [Float]) -> [Int] {
         var items: [Int] = []
@@ -60,12 +70,7 @@ struct PlaylistTests {
         let out = try rig.render(until: { playlist.player.state == .stopped }, limit: 4 * 44_100) + rig.render(512)
         #expect(snr(Array(out.prefix(expected.count)), expected) >= 80)
         #expect(out[expected.count...].allSatisfy { $0 == 0 })
-        var names: [String] = []
-        for await event in events {
-            names.append("\(event)")
-            if case .finished = event { break }
-        }
-        #expect(names == ["current item 0", "current item 1", "finished"])
+        #expect(await Self.told(events) == ["current item 0", "current item 1", "finished"])
     }
 
     @Test(arguments: Backend.allCases)
@@ -176,11 +181,7 @@ struct PlaylistTests {
         try playlist.play()
         let out = try rig.render(until: { playlist.player.state == .stopped }, limit: 48_000)
         #expect(runs(decodeIdentity(out).compactMap { $0 }) == "0..<1000 80000..<81000")
-        var told: [String] = []
-        for await event in events {
-            told.append("\(event)")
-            if case .finished = event { break }
-        }
+        let told = await Self.told(events)
         #expect(told.contains("item 1 failed: 500 frames of PCM: the start time 1.00 s is past the end (0.01 s)"), "\(told)")
     }
 
@@ -235,11 +236,7 @@ struct PlaylistTests {
         let rest = Array(out[converted.samples.count...])
         #expect(runs(decodeIdentity(rest).compactMap { $0 }) == "40000..<41000", "the item after the two joins at once")
         #expect(decodeIdentity(Array(rest.prefix(2))).first == 40_000)
-        var told: [String] = []
-        for await event in events {
-            told.append("\(event)")
-            if case .finished = event { break }
-        }
+        let told = await Self.told(events)
         try #require(told.count == 5, "\(told)")
         #expect(told[0] == "current item 0")
         #expect(told[1].hasPrefix("item 0 failed: ") && told[1].contains("data ends early"), "\(told)")
