@@ -76,7 +76,10 @@ struct WAVSink: PCMSink {
 }
 
 /// Raw float32 samples written straight from the decoder's buffer with write(2): no copy into
-/// a `Data` per chunk, as `FileHandle.write(contentsOf:)` needs.
+/// a `Data` per chunk, as `FileHandle.write(contentsOf:)` needs. The file is opened in place
+/// (`O_CREAT | O_TRUNC`), so a link is written through and a device or pipe stays what it is
+/// (`FileManager.createFile` renamed a new file over the path: `--output /dev/null` run as
+/// root replaced /dev/null with a regular file).
 final class RawSink: PCMSink {
     private let fd: Int32
     private let path: String

@@ -1,6 +1,9 @@
 import Foundation
 import Testing
 import Spool
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `spool decode --output -` and `--output FILE.raw` write the decoder's samples straight from
 /// its buffer: the same bytes as the library decodes, as the WAV holds, and nothing more.
@@ -44,6 +47,35 @@ struct DecodeRawOutputTests {
         try Data(repeating: 0xAB, count: expected.count * 3).write(to: URL(fileURLWithPath: out))
         #expect(try Tool.run(["decode", path, "--output", out]).status == 0)
         #expect(try Data(contentsOf: URL(fileURLWithPath: out)) == expected)
+    }
+
+    /// A link is written through and a pipe stays a pipe: the output is opened in place,
+    /// not replaced by a new file renamed over the path (which turned /dev/null, for a
+    /// decode run as root, into a regular file).
+    @Test func aLinkOrAPipeAtThePathIsWrittenThroughNotReplaced() throws {
+        let path = Tool.fixture("mp3-11025-mono.mp3")
+        let expected = try Self.libraryBytes(path)
+        let target = Self.temporary("target.raw"), link = Self.temporary("link.raw"), fifo = Self.temporary("fifo.raw")
+        defer { for p in [target, link, fifo] { try? FileManager.default.removeItem(atPath: p) } }
+
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: target)
+        #expect(try Tool.run(["decode", path, "--output", link]).status == 0)
+        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: link) == target)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: target)) == expected)
+
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let process = Process()
+        process.executableURL = Tool.executable
+        process.arguments = ["decode", path, "--output", fifo]
+        try process.run()
+        // Opening the pipe's reading end waits for the decoder to open the writing end.
+        let reader = try #require(FileHandle(forReadingAtPath: fifo))
+        let received = reader.readDataToEndOfFile()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        #expect(received == expected)
+        var info = stat()
+        #expect(stat(fifo, &info) == 0 && info.st_mode & S_IFMT == S_IFIFO, "the pipe is still a pipe")
     }
 
     @Test func aPathThatCannotBeCreatedIsNamed() throws {
