@@ -147,6 +147,21 @@ final class ByteReader {
         }
     }
 
+    /// Up to `count` bytes at absolute `at`, into `buffer` (which ends up holding exactly the
+    /// bytes read), reusing its storage when it is not shared: for walks that read a file a
+    /// chunk at a time.
+    func bytes(at: Int, count: Int, into buffer: inout [UInt8]) {
+        let n = at >= 0 && at < totalSize && count > 0 ? min(count, totalSize - at) : 0
+        if buffer.count < n {
+            buffer.append(contentsOf: repeatElement(0, count: n - buffer.count))
+        } else if buffer.count > n {
+            buffer.removeLast(buffer.count - n)
+        }
+        guard n > 0 else { return }
+        let got = buffer.withUnsafeMutableBytes { max(0, pread(absolute: at, into: $0.baseAddress!, count: n)) }
+        if got < n { buffer.removeLast(n - got) }
+    }
+
     private func pread(absolute: Int, into buffer: UnsafeMutableRawPointer, count: Int) -> Int {
         switch backing {
         case .file(let fd):
