@@ -3,7 +3,7 @@ import Testing
 import SpoolCore
 @testable import SpoolDecoding
 
-/// The page checksum, eight bytes a step, against the CRC-32 of RFC 3533 §6 computed a bit
+/// The page checksum, sixteen bytes a step, against the CRC-32 of RFC 3533 §6 computed a bit
 /// at a time.
 @Suite("Ogg page checksum")
 struct OggChecksumTests {
