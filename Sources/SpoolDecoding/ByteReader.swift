@@ -104,6 +104,14 @@ final class ByteReader {
     /// Reads up to `count` bytes at the current position; returns bytes read, 0 at the end,
     /// −1 on an I/O error.
     func read(into buffer: UnsafeMutableRawPointer, count: Int) -> Int {
+        // The common case, once a frame at a time: nothing excluded, and the bytes wanted in
+        // the read-ahead block and the window.
+        if excluded.isEmpty, count > 0, let block = readAhead?.baseAddress, offset >= readAheadStart,
+           count <= readAheadStart + readAheadCount - offset, count <= end - offset {
+            buffer.copyMemory(from: block + (offset - readAheadStart), byteCount: count)
+            offset += count
+            return count
+        }
         var done = 0
         while done < count {
             if let range = excluded.first(where: { $0.contains(offset) }) { offset = range.upperBound }
