@@ -28,7 +28,9 @@ enum DecodeCommand {
         guard startFrame <= decoder.frameCount else {
             throw AudioError(.outOfRange, "\(path): --start \(start) s is past the end (\(String(format: "%.3f", decoder.duration)) s)")
         }
-        try decoder.seek(toFrame: startFrame)
+        // A decoder opens at frame 0: seeking there anyway made the Vorbis decoder open
+        // libvorbisfile a second time (its codebooks built twice) and libmpg123 seek.
+        if startFrame > 0 { try decoder.seek(toFrame: startFrame) }
         var remaining = duration.map { format.frames(forSeconds: $0) } ?? Int.max
 
         let sink: PCMSink = output.lowercased().hasSuffix(".wav")
