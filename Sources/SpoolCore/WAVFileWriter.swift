@@ -20,15 +20,21 @@ public final class WAVFileWriter {
     /// The most data bytes a RIFF file can describe with its 32-bit sizes.
     static let maximumDataBytes = Int(UInt32.max) - 80
 
-    /// Creates (or replaces) the file at `path`.
+    /// Creates the file at `path`, or empties the one there.
+    ///
+    /// The file is opened in place (`open` with `O_CREAT | O_TRUNC`), so a symbolic link is
+    /// written through and a device stays a device: `FileManager.createFile` writes a new
+    /// file and renames it over the path, which replaced a link with a regular file, and
+    /// /dev/null too when run as root.
     /// - Throws: `AudioError.Code.writeFailed` when the file cannot be created.
     public init(path: String, format: AudioFormat) throws {
         self.path = path
         self.format = format
-        guard FileManager.default.createFile(atPath: path, contents: nil),
-              let handle = FileHandle(forWritingAtPath: path) else {
-            throw AudioError(.writeFailed, "\(path): cannot create the file")
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o666)
+        guard fd >= 0 else {
+            throw AudioError(.writeFailed, "\(path): cannot create the file: \(String(cString: strerror(errno)))")
         }
+        let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
         self.handle = handle
         do { try handle.write(contentsOf: Self.header(format: format, frames: 0)) } catch {
             finished = true

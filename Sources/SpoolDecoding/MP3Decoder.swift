@@ -18,7 +18,7 @@ final class MP3Decoder: AudioDecoder {
     private(set) var warnings: [DecodeWarning] = []
 
     private let handle: MPG123Handle
-    private let reader: ByteReader
+    let reader: ByteReader
     private let name: String
     /// Frames trimmed at the start: what libmpg123 decodes before the encoder's first sample.
     let startTrim: Int

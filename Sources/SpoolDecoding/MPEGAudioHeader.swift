@@ -14,26 +14,37 @@ struct MPEGAudioHeader: Equatable {
     let samplesPerFrame: Int
 
     init?(_ b: [UInt8], at offset: Int = 0) {
-        guard b.count >= offset + 4, b[offset] == 0xFF, b[offset + 1] & 0xE0 == 0xE0 else { return nil }
-        let versionBits = (b[offset + 1] >> 3) & 3
-        let layerBits = (b[offset + 1] >> 1) & 3
-        let bitRateIndex = Int(b[offset + 2] >> 4)
-        let rateIndex = Int((b[offset + 2] >> 2) & 3)
-        let padding = Int((b[offset + 2] >> 1) & 1)
+        guard offset >= 0, b.count - offset >= 4 else { return nil }
+        self.init(b[offset], b[offset + 1], b[offset + 2], b[offset + 3])
+    }
+
+    /// Kilobits per second for each bit-rate index: MPEG-1 Layers I, II, III, then MPEG-2/2.5
+    /// Layer I, then MPEG-2/2.5 Layers II and III.
+    private static let bitRates: [[Int]] = [
+        [0, 32, 64, 96, 128, 160, 192, 224, 256, 288, 320, 352, 384, 416, 448],
+        [0, 32, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320, 384],
+        [0, 32, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320],
+        [0, 32, 48, 56, 64, 80, 96, 112, 128, 144, 160, 176, 192, 224, 256],
+        [0, 8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 144, 160],
+    ]
+
+    /// The header made of the four bytes `b0 b1 b2 b3`: every frame of a file is read this
+    /// way, so it allocates nothing.
+    init?(_ b0: UInt8, _ b1: UInt8, _ b2: UInt8, _ b3: UInt8) {
+        guard b0 == 0xFF, b1 & 0xE0 == 0xE0 else { return nil }
+        let versionBits = (b1 >> 3) & 3
+        let layerBits = (b1 >> 1) & 3
+        let bitRateIndex = Int(b2 >> 4)
+        let rateIndex = Int((b2 >> 2) & 3)
+        let padding = Int((b2 >> 1) & 1)
         guard versionBits != 1, layerBits != 0, bitRateIndex != 0, bitRateIndex != 15, rateIndex != 3 else { return nil }
         version = versionBits == 3 ? .mpeg1 : versionBits == 2 ? .mpeg2 : .mpeg25
         layer = 4 - Int(layerBits)
-        let baseRates = [44100, 48000, 32000]
-        sampleRate = baseRates[rateIndex] / (version == .mpeg1 ? 1 : version == .mpeg2 ? 2 : 4)
-        let table: [Int] = switch (version == .mpeg1, layer) {
-        case (true, 1): [0, 32, 64, 96, 128, 160, 192, 224, 256, 288, 320, 352, 384, 416, 448]
-        case (true, 2): [0, 32, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320, 384]
-        case (true, _): [0, 32, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320]
-        case (false, 1): [0, 32, 48, 56, 64, 80, 96, 112, 128, 144, 160, 176, 192, 224, 256]
-        case (false, _): [0, 8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 144, 160]
-        }
-        bitRate = table[bitRateIndex] * 1000
-        channelCount = (b[offset + 3] >> 6) == 3 ? 1 : 2
+        let baseRate = rateIndex == 0 ? 44100 : rateIndex == 1 ? 48000 : 32000
+        sampleRate = baseRate / (version == .mpeg1 ? 1 : version == .mpeg2 ? 2 : 4)
+        let table = version == .mpeg1 ? layer - 1 : layer == 1 ? 3 : 4
+        bitRate = Self.bitRates[table][bitRateIndex] * 1000
+        channelCount = (b3 >> 6) == 3 ? 1 : 2
         switch layer {
         case 1:
             samplesPerFrame = 384

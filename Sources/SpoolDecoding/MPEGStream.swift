@@ -284,8 +284,11 @@ private struct FrameScanner {
 
     /// The header at `position` when it continues `first` (any header when `first` is nil).
     mutating func header(at position: Int, continuing first: MPEGAudioHeader?) -> MPEGAudioHeader? {
-        let b = bytes(at: position, count: 4)
-        guard b.count == 4, let h = MPEGAudioHeader(b) else { return nil }
+        guard position >= 0, end - position >= 4 else { return nil }
+        load(position, 4)
+        let i = position - chunkStart
+        guard chunk.count - i >= 4,
+              let h = MPEGAudioHeader(chunk[i], chunk[i + 1], chunk[i + 2], chunk[i + 3]) else { return nil }
         if let first, !h.continues(first) { return nil }
         return h
     }

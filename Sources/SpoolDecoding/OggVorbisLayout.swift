@@ -121,8 +121,11 @@ private struct VorbisStreamAnalyzer {
     private var modeIsLong: [Bool] = []
     private var headerProblem: String?
 
-    // The packet being assembled: all of it for headers, its start and length for audio.
-    private var partial: [UInt8]?
+    // The packet being assembled: all of it for headers, its first byte and length for audio
+    // (an array per audio packet cost more than the rest of the walk).
+    private var packetOpen = false
+    private var partialHeader: [UInt8] = []
+    private var partialFirstByte: UInt8?
     private var partialLength = 0
 
     // Audio accounting (Vorbis I §1.3.2: a block after the first returns
@@ -152,7 +155,7 @@ private struct VorbisStreamAnalyzer {
             irregular("pages are missing before byte \(page.offset)")
             pagesAfterHoles.append(page.offset)
             // libogg drops the packet that spans a hole.
-            partial = nil
+            packetOpen = false
         }
         nextSequence = page.sequenceNumber &+ 1
         if page.isFirst, sawFirstPage { irregular("a first-page flag on page \(page.sequenceNumber)") }
@@ -161,7 +164,7 @@ private struct VorbisStreamAnalyzer {
 
         var segments = page.lacing[...]
         var body = page.body[...]
-        if page.isContinued, partial == nil {
+        if page.isContinued, !packetOpen {
             irregular("page \(page.sequenceNumber) continues a packet no page began")
             // libogg skips the continued segments of a packet it never saw begin.
             while let length = segments.first {
@@ -169,33 +172,39 @@ private struct VorbisStreamAnalyzer {
                 body = body.dropFirst(Int(length))
                 if length < 255 { break }
             }
-        } else if !page.isContinued, partial != nil {
+        } else if !page.isContinued, packetOpen {
             irregular("page \(page.sequenceNumber) leaves a packet unfinished")
         }
         let endedBefore = packetsEnded
         let audioBefore = audioPackets
         let wasInHeaders = inHeaders
         for length in segments {
-            let bytes = body.prefix(Int(length))
-            body = body.dropFirst(Int(length))
-            if partial == nil { partial = []; partialLength = 0 }
+            let count = Int(length)
+            if !packetOpen {
+                packetOpen = true
+                partialHeader.removeAll(keepingCapacity: true)
+                partialFirstByte = nil
+                partialLength = 0
+            }
             // Keep a header packet whole; of an audio packet only what the mode needs.
-            let keep = inHeaders ? bytes.count : max(0, 2 - partial!.count)
-            partial!.append(contentsOf: bytes.prefix(keep))
-            partialLength += bytes.count
+            if inHeaders {
+                partialHeader.append(contentsOf: body.prefix(count))
+            } else if partialFirstByte == nil, count > 0 {
+                partialFirstByte = body.first
+            }
+            body = body.dropFirst(count)
+            partialLength += count
             if length < 255 {
-                let packet = partial!
-                let packetLength = partialLength
-                partial = nil
+                packetOpen = false
                 packetsEnded += 1
-                if inHeaders { header(packet) } else { audio(packet, length: packetLength) }
+                if inHeaders { header(partialHeader) } else { audio(firstByte: partialFirstByte, length: partialLength) }
             }
         }
         let ended = packetsEnded - endedBefore
         if wasInHeaders {
             if page.granulePosition != 0 { irregular("a header page has granule position \(page.granulePosition)") }
             // §A.2: the first audio packet begins a new page.
-            if !inHeaders, audioPackets > audioBefore || partial != nil {
+            if !inHeaders, audioPackets > audioBefore || packetOpen {
                 irregular("audio begins on a page that holds headers")
             }
             return
@@ -242,13 +251,13 @@ private struct VorbisStreamAnalyzer {
         }
     }
 
-    private mutating func audio(_ start: [UInt8], length: Int) {
+    private mutating func audio(firstByte: UInt8?, length: Int) {
         audioPackets += 1
         guard let identification, !modeIsLong.isEmpty else { return }
         // What libvorbis's vorbis_synthesis reads first: the packet type bit, the mode
         // number and, for a long block, the two window flags.
         let modeBits = vorbisILog(modeIsLong.count - 1)
-        guard let first = start.first, first & 1 == 0 else {
+        guard let first = firstByte, first & 1 == 0 else {
             irregular("a packet where audio belongs is not audio")
             return
         }
@@ -287,7 +296,7 @@ private struct VorbisStreamAnalyzer {
         // (the count, when the stream is regular; the best estimate otherwise).
         var claimed: Int?
         if problem == nil {
-            if partial != nil { irregularities.append("the stream ends inside a packet") }
+            if packetOpen { irregularities.append("the stream ends inside a packet") }
             if !sawLastPage { irregularities.append("the stream has no last page (end-of-stream flag)") }
             if audioPackets == 0 {
                 claimed = 0

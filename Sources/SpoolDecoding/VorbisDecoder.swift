@@ -202,7 +202,15 @@ final class VorbisDecoder: AudioDecoder {
                         file = nil
                         throw AudioError(.libraryFailure, "\(name): libvorbisfile returned no samples for channel \(source)")
                     }
-                    for frame in 0..<count { out[frame * channels + target] = plane[frame] }
+                    if channels == 1 {
+                        out.update(from: plane, count: count)  // nothing to interleave
+                    } else {
+                        var to = out + target
+                        for frame in 0..<count {
+                            to.pointee = plane[frame]
+                            to += channels
+                        }
+                    }
                 }
             }
             framesIntoLink += count

@@ -5,12 +5,15 @@ import Spool
 /// decoder, both timed the same way doing the same work.
 ///
 /// Each side is a whole process that decodes the file and writes the PCM to standard output,
-/// which is /dev/null: `spool decode FILE --output -` (Float32) against, for MP3,
-/// `mpg123 -q -e f32 -s` (Float32) and, for every format sox reads, `sox FILE -t f32 -`
+/// the same discarding device for both (`ProcessTimer.discardingSink`: /dev/null, or /dev/zero
+/// where /dev/null is not a device): `spool decode FILE --output -` (Float32) against, for
+/// MP3, `mpg123 -q -e f32 -s` (Float32) and, for every format sox reads, `sox FILE -t f32 -`
 /// (Float32); `oggdec` and `flac` only write 16-bit integers, so their rows say `s16`. Both
 /// are started and reaped by `ProcessTimer` (posix_spawn, a blocking wait4), so start-up
-/// costs count on both sides alike. The sides alternate, `--repeat` runs each; the median
-/// counts, and the spread (fastest–slowest) is printed beside it.
+/// costs count on both sides alike. One untimed run of each first; then the sides alternate,
+/// `--repeat` runs each, the one that goes first changing every round so neither always
+/// follows the other; the median counts, and the spread (fastest–slowest) is printed beside
+/// it.
 enum DecodeBench {
     struct Row: Encodable {
         let file: String
@@ -22,6 +25,8 @@ enum DecodeBench {
         let peerOutput: String
         let spoolOutput: String
         let repeats: Int
+        /// Where both sides' standard output goes.
+        let sink: String
         let spoolMedianSeconds: Double
         let spoolMinSeconds: Double
         let spoolMaxSeconds: Double
@@ -42,25 +47,28 @@ enum DecodeBench {
         guard !args.operands.isEmpty else { throw UsageError("bench decode needs at least one FILE") }
         let repeats = try args.int("repeat", in: 1...1000) ?? 5
         let spool = ProcessTimer.selfExecutable
+        let sink = ProcessTimer.discardingSink
         var rows: [Row] = []
         for path in args.operands {
             let probe = try DecoderRegistry.shared.open(path: path)
             let spoolCommand = [spool, "decode", path, "--output", "-"]
-            guard ProcessTimer.run(spoolCommand) != nil else {
+            guard ProcessTimer.run(spoolCommand, sink: sink.path) != nil else {
                 throw AudioError(.readFailed, "\(path): 'spool decode' failed on it")
             }
             for (peer, output) in peers(for: probe.info, path: path) {
-                guard ProcessTimer.run(peer) != nil else { continue }  // not installed, or it cannot read the file
+                // Not installed, or it cannot read the file.
+                guard ProcessTimer.run(peer, sink: sink.path) != nil else { continue }
                 var ours: [ProcessTimer.Measurement] = [], theirs: [ProcessTimer.Measurement] = []
-                for _ in 0..<repeats {
-                    if let m = ProcessTimer.run(spoolCommand) { ours.append(m) }
-                    if let m = ProcessTimer.run(peer) { theirs.append(m) }
+                for round in 0..<repeats {
+                    func runSpool() { if let m = ProcessTimer.run(spoolCommand, sink: sink.path) { ours.append(m) } }
+                    func runPeer() { if let m = ProcessTimer.run(peer, sink: sink.path) { theirs.append(m) } }
+                    if round % 2 == 0 { runSpool(); runPeer() } else { runPeer(); runSpool() }
                 }
                 guard !ours.isEmpty, !theirs.isEmpty else { continue }
                 let (a, b) = (ours.map(\.wallSeconds).sorted(), theirs.map(\.wallSeconds).sorted())
                 rows.append(Row(
                     file: path, codec: probe.info.codec, frames: probe.frameCount, seconds: probe.duration,
-                    peer: peer.joined(separator: " "), peerOutput: output, spoolOutput: "f32", repeats: repeats,
+                    peer: peer.joined(separator: " "), peerOutput: output, spoolOutput: "f32", repeats: repeats, sink: sink.path,
                     spoolMedianSeconds: median(a), spoolMinSeconds: a[0], spoolMaxSeconds: a[a.count - 1],
                     spoolCPUSeconds: median(ours.map(\.cpuSeconds).sorted()),
                     peerMedianSeconds: median(b), peerMinSeconds: b[0], peerMaxSeconds: b[b.count - 1],
@@ -68,7 +76,10 @@ enum DecodeBench {
                     ratio: median(b) / median(a)))
             }
         }
-        print("whole processes writing PCM to /dev/null, median of \(repeats) alternating runs (spread: fastest–slowest); observed")
+        if !sink.isDevice {
+            printError("spool: warning: /dev/null is not a character device here, and no other discarding device was found: output costs what writing a file costs")
+        }
+        print("whole processes writing PCM to \(sink.path), median of \(repeats) alternating runs (spread: fastest–slowest); observed")
         print(BenchCommand.table(
             ["file", "codec", "frames", "spool ms", "spread", "cpu ms", "peer", "out", "peer ms", "spread", "cpu ms", "ratio"],
             rows.map { r in

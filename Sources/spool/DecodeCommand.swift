@@ -1,5 +1,8 @@
 import Foundation
 import Spool
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `spool decode FILE --output PATH|- [--start SECONDS] [--duration SECONDS]`
 enum DecodeCommand {
@@ -25,7 +28,9 @@ enum DecodeCommand {
         guard startFrame <= decoder.frameCount else {
             throw AudioError(.outOfRange, "\(path): --start \(start) s is past the end (\(String(format: "%.3f", decoder.duration)) s)")
         }
-        try decoder.seek(toFrame: startFrame)
+        // A decoder opens at frame 0: seeking there anyway made the Vorbis decoder open
+        // libvorbisfile a second time (its codebooks built twice) and libmpg123 seek.
+        if startFrame > 0 { try decoder.seek(toFrame: startFrame) }
         var remaining = duration.map { format.frames(forSeconds: $0) } ?? Int.max
 
         let sink: PCMSink = output.lowercased().hasSuffix(".wav")
@@ -72,25 +77,51 @@ struct WAVSink: PCMSink {
     func finish() throws { try writer.finish() }
 }
 
-struct RawSink: PCMSink {
-    let handle: FileHandle
-    let path: String
+/// Raw float32 samples written straight from the decoder's buffer with write(2): no copy into
+/// a `Data` per chunk, as `FileHandle.write(contentsOf:)` needs. The file is opened in place
+/// (`O_CREAT | O_TRUNC`), so a link is written through and a device or pipe stays what it is
+/// (`FileManager.createFile` renamed a new file over the path: `--output /dev/null` run as
+/// root replaced /dev/null with a regular file).
+final class RawSink: PCMSink {
+    private let fd: Int32
+    private let path: String
+    private var closed = false
+
     init(path: String) throws {
         self.path = path
         if path == "-" {
-            handle = .standardOutput
+            fd = STDOUT_FILENO
         } else {
-            guard FileManager.default.createFile(atPath: path, contents: nil),
-                  let handle = FileHandle(forWritingAtPath: path) else {
-                throw AudioError(.writeFailed, "\(path): cannot create the file")
+            let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o666)
+            guard fd >= 0 else {
+                throw AudioError(.writeFailed, "\(path): cannot create the file: \(String(cString: strerror(errno)))")
             }
-            self.handle = handle
+            self.fd = fd
         }
     }
+
+    deinit { if fd != STDOUT_FILENO, !closed { close(fd) } }
+
     func write(_ samples: UnsafeBufferPointer<Float>) throws {
-        do { try handle.write(contentsOf: Data(buffer: samples)) } catch {
-            throw AudioError(.writeFailed, "\(path): write failed", underlying: error)
+        guard let base = samples.baseAddress else { return }
+        let bytes = UnsafeRawPointer(base)
+        let count = samples.count * MemoryLayout<Float>.size
+        var done = 0
+        while done < count {
+            let n = Glibc.write(fd, bytes + done, count - done)
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw AudioError(.writeFailed, "\(path == "-" ? "standard output" : path): write failed: \(String(cString: strerror(errno)))")
+            }
+            done += n
         }
     }
-    func finish() throws { if path != "-" { try handle.close() } }
+
+    func finish() throws {
+        guard fd != STDOUT_FILENO, !closed else { return }
+        closed = true
+        guard close(fd) == 0 else {
+            throw AudioError(.writeFailed, "\(path): write failed: \(String(cString: strerror(errno)))")
+        }
+    }
 }

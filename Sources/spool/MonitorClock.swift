@@ -15,6 +15,7 @@ final class MonitorClock: @unchecked Sendable {
     // everything else is behind `state`.
     let sampleRate = 48_000
     let channels = 2
+    private let pulse: PulseSimpleLibrary
     private let stream: OpaquePointer
     private let state = Locked(State())
     private let finished = DispatchSemaphore(value: 0)
@@ -28,25 +29,28 @@ final class MonitorClock: @unchecked Sendable {
     }
 
     /// Starts recording `source` (a source name, or `@DEFAULT_MONITOR@`).
-    /// - Throws: `.deviceUnavailable` when the server refuses the stream.
+    /// - Throws: `.deviceUnavailable` when libpulse-simple cannot be loaded or the server
+    ///   refuses the stream.
     init(source: String = "@DEFAULT_MONITOR@") throws {
+        let pulse = try PulseSimpleLibrary.shared.get()
         var spec = pa_sample_spec(format: PA_SAMPLE_FLOAT32LE, rate: 48_000, channels: 2)
         // 5 ms fragments: each read returns soon after the server captured its block.
         let fragment = UInt32(48_000 / 200 * 2 * MemoryLayout<Float>.size)
         var attributes = pa_buffer_attr(maxlength: UInt32.max, tlength: UInt32.max, prebuf: UInt32.max,
                                         minreq: UInt32.max, fragsize: fragment)
         var error: Int32 = 0
-        guard let stream = pa_simple_new(nil, "spool", PA_STREAM_RECORD, source, "acoustic check", &spec, nil,
-                                         &attributes, &error) else {
-            throw AudioError(.deviceUnavailable, "cannot record \(source) from the sound server: \(String(cString: pa_strerror(error)))")
+        guard let stream = pulse.new(nil, "spool", PA_STREAM_RECORD, source, "acoustic check", &spec, nil,
+                                     &attributes, &error) else {
+            throw AudioError(.deviceUnavailable, "cannot record \(source) from the sound server: \(pulse.text(error))")
         }
+        self.pulse = pulse
         self.stream = stream
         let thread = Thread { [self] in readLoop() }
         thread.name = "spool-monitor"
         thread.start()
     }
 
-    deinit { pa_simple_free(stream) }
+    deinit { pulse.free(stream) }
 
     private func readLoop() {
         let frames = 240
@@ -54,13 +58,13 @@ final class MonitorClock: @unchecked Sendable {
         var error: Int32 = 0
         var total = 0
         while state.withLock({ $0.running }) {
-            let status = block.withUnsafeMutableBytes { pa_simple_read(stream, $0.baseAddress, $0.count, &error) }
+            let status = block.withUnsafeMutableBytes { pulse.read(stream, $0.baseAddress, $0.count, &error) }
             let now = Double(HostTime.now())
             guard status == 0 else {
-                state.withLock { $0.failure = String(cString: pa_strerror(error)) }
+                state.withLock { $0.failure = pulse.text(error) }
                 break
             }
-            let latency = pa_simple_get_latency(stream, &error)
+            let latency = pulse.latency(stream, &error)
             total += frames
             let origin = now - Double(latency) * 1_000 - Double(total) / Double(sampleRate) * 1e9
             state.withLock { s in
