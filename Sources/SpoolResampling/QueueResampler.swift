@@ -155,8 +155,14 @@ package final class QueueResampler {
         let level = ResamplingQuality.allCases.firstIndex(of: quality) ?? 0
         requestedLevel = Atomic(level)
         streams = try ResamplingQuality.allCases.map { try Self.fixedStream($0, channelCount: channelCount, sourceRate: sourceRate, ratio: ratio) }
-        varispeeds = try ResamplingQuality.allCases.map {
-            try makeSampleRateConverter(Self.varispeedKind($0), channelCount: channelCount, ratio: ratio)
+        // One converter per kind: levels that share a kind share it (one lane plays at a time).
+        var byKind: [RateConverterKind: StreamingRateConverter<SampleRateEngine>] = [:]
+        varispeeds = try ResamplingQuality.allCases.map { level in
+            let kind = Self.varispeedKind(level)
+            if let made = byKind[kind] { return made }
+            let made = try makeSampleRateConverter(kind, channelCount: channelCount, ratio: ratio)
+            byKind[kind] = made
+            return made
         }
         fixedLevel = level
         varispeedLevel = level
