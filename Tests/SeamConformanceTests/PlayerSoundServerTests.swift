@@ -5,7 +5,7 @@ import Testing
 
 /// `AudioPlayer` playing a file to a real PulseAudio server, on each back-end, recorded from
 /// the sink's monitor.
-@Suite("AudioPlayer on a real sound server", .serialized, .disabled(if: SoundServer.underThreadSanitizer, "real-time timing means nothing under ThreadSanitizer's slow-down; the plain run checks it"))
+@Suite("AudioPlayer on a real sound server", .serialized, .disabled(if: SoundServer.underSanitizer, "real-time timing means nothing under a sanitizer's slow-down; the plain run checks it"))
 struct PlayerSoundServerTests {
     // Outside CI a machine without a PulseAudio server skips these (reported as skipped); in CI
     // they run and fail, because CI must start one (scripts/pulseaudio.sh).

@@ -96,7 +96,7 @@ func allocationCounterCounts() -> Bool {
     return counted > 0 && array.reduce(0, +) >= 7000
 }
 
-@Suite("On a real sound server", .serialized, .disabled(if: SoundServer.underThreadSanitizer, "real-time timing means nothing under ThreadSanitizer's slow-down; the plain run checks it"))
+@Suite("On a real sound server", .serialized, .disabled(if: SoundServer.underSanitizer, "real-time timing means nothing under a sanitizer's slow-down; the plain run checks it"))
 struct PulseAudioTests {
     // Outside CI a machine without a PulseAudio server skips these (reported as skipped); in CI
     // they run and fail, because CI must start one (scripts/pulseaudio.sh).

@@ -5,7 +5,7 @@ import Synchronization
 import Testing
 @testable import SpoolOpenAL
 
-@Suite("OpenAL on a real sound server", .serialized, .disabled(if: SoundServer.underThreadSanitizer, "real-time timing means nothing under ThreadSanitizer's slow-down; the plain run checks it"))
+@Suite("OpenAL on a real sound server", .serialized, .disabled(if: SoundServer.underSanitizer, "real-time timing means nothing under a sanitizer's slow-down; the plain run checks it"))
 struct SoundServerTests {
     // Outside CI a machine without a PulseAudio server skips these (reported as skipped); in CI
     // they run and fail, because CI must start one (scripts/pulseaudio.sh).
