@@ -187,8 +187,9 @@ enum LatencyWorker {
             startP50Ms: percentile(startLatencies, 50) * 1000, startP99Ms: percentile(startLatencies, 99) * 1000,
             startMaxMs: (startLatencies.max() ?? .nan) * 1000,
             outputLatencyMs: percentile(steady.latencies, 50) * 1000,
-            refillP50Ms: steady.turnarounds.map { percentile($0, 50) * 1000 },
-            refillP99Ms: steady.turnarounds.map { percentile($0, 99) * 1000 },
+            // No refill in the steady part (a buffer longer than it): no figure, rather than NaN.
+            refillP50Ms: steady.turnarounds.flatMap { $0.isEmpty ? nil : percentile($0, 50) * 1000 },
+            refillP99Ms: steady.turnarounds.flatMap { $0.isEmpty ? nil : percentile($0, 99) * 1000 },
             steadySeconds: seconds, load: load, underruns: steady.underruns, xruns: steady.xruns)
         let encoder = JSONEncoder()
         print(String(decoding: try encoder.encode(row), as: UTF8.self))
