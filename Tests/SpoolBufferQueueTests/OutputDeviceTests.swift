@@ -276,11 +276,13 @@ struct NullDeviceTests {
         // 20 ms of slack is for a loaded machine or a sanitizer build, where a wake-up is late.
         #expect(HostTime.seconds(from: stopCalledAt, to: stopReturnedAt) < 2 * periodSeconds + 0.02)
 
-        if !final && device.xrunCount > 0 { return false }
         // Frames rendered: the initial fill of P periods plus one per elapsed period.
         let elapsed = HostTime.seconds(from: startedAt, to: stopCalledAt)
         let rendered = callsAtStop.reduce(0) { $0 + $1.frames }
         let expected = elapsed * rate + Double(periods * period)
+        // A busy machine that woke the thread late once (an xrun, or a period short at the
+        // stop) measures again; twice in a row fails.
+        if !final && (device.xrunCount > 0 || abs(Double(rendered) - expected) > Double(2 * period)) { return false }
         #expect(abs(Double(rendered) - expected) <= Double(2 * period), "rendered \(rendered), expected ≈ \(expected)")
         #expect(device.xrunCount == 0)
 
