@@ -21,25 +21,11 @@ extension OpenALStreamingSource {
                     stopNow(&st, source: source, report: .stopped)
                 } else {
                     st.fade = nil
+                    if st.playingInAL { reclaim(&st, source: source) }
                     if st.playingInAL {
-                        switch Self.sourceState(source) {
-                        case AL_PLAYING:
-                            alSourcePause(source)
-                            st.playingInAL = false
-                            rewindToResumeOffset(&st, source: source)
-                        case AL_STOPPED where resumesInQueue(st):
-                            // The mixer ran through the queue at gain 0: it plays again from the
-                            // offset, set now and applied by the next `alSourcePlay`.
-                            st.playingInAL = false
-                            rewindToResumeOffset(&st, source: source)
-                            st.stoppedAtOffset = st.resumeOffset
-                        default:
-                            break
-                        }
+                        alSourcePause(source)
+                        st.playingInAL = false
                     }
-                    st.resumeOffset = nil
-                    reclaim(&st, source: source)
-                    st.playingInAL = false
                 }
             }
             try? feed(&st, source: source, mayPad: true)
@@ -70,8 +56,6 @@ extension OpenALStreamingSource {
     /// for the converter's look-ahead followed by silence rather than let OpenAL run dry (a
     /// control call leaves that to the pass, by which time the end may be marked).
     func feed(_ st: inout State, source: UInt32, mayPad: Bool = false) throws {
-        // Fading to a pause: the queue stays as it is, so the pause can move back into it.
-        if st.fade?.stopping == false { return }
         reclaim(&st, source: source)
         if st.fade?.stopping == true { return }  // what is queued now is about to go
         guard st.transport == .playing else { return }
@@ -95,7 +79,7 @@ extension OpenALStreamingSource {
     /// Frames queued on the OpenAL source that its mixer has not reached yet.
     private func framesQueuedAhead(_ st: State, source: UInt32) -> Int {
         let total = st.queued.reduce(0) { $0 + $1.frames }
-        guard st.playingInAL, total > 0 else { return max(0, total - (st.stoppedAtOffset ?? 0)) }
+        guard st.playingInAL, total > 0 else { return total }
         var offset: Int32 = 0
         alGetSourcei(source, AL_SAMPLE_OFFSET, &offset)
         return max(0, total - Int(offset))
@@ -236,48 +220,16 @@ extension OpenALStreamingSource {
     private func play(_ st: inout State, source: UInt32) {
         alSourcePlay(source)
         st.playingInAL = true
-        st.stoppedAtOffset = nil
     }
 
     /// Silences the source (OpenAL glides its gain to 0 over the next update) and notes when
     /// the pump may pause or stop it.
     func fadeOut(_ st: inout State, source: UInt32, stopping: Bool) {
         st.parameters.muted = true
-        // OpenAL Soft takes the gain at the start of its next mix and glides it to 0 over
-        // that mix. Its offset and device clock read together (`AL_SAMPLE_OFFSET_CLOCK_SOFT`)
-        // wait out a mix in progress; the same clock before and after the change means no mix
-        // began in between, so the glide is the next mix after the offset read first. A mix
-        // that did begin in between may have taken the change or not: the later end is kept,
-        // which at worst loses that one mix, and never plays a frame twice.
-        var before = [Int64](repeating: 0, count: 2), after = [Int64](repeating: 0, count: 2)
-        if !stopping { alGetSourcei64vSOFT(source, AL_SAMPLE_OFFSET_CLOCK_SOFT, &before) }
         st.parameters.applyGain(to: source)
-        if !stopping {
-            alGetSourcei64vSOFT(source, AL_SAMPLE_OFFSET_CLOCK_SOFT, &after)
-            let read = before[1] == after[1] ? before[0] : after[0]
-            st.resumeOffset = OpenALStatus.al().isSuccess ? Int(read >> 32) + device.updateFrames : nil
-        }
         st.fade = Fade(stopping: stopping, until: device.clockNanoseconds() + device.settleNanoseconds,
                        hostDeadline: device.rendersOnDemand ? nil
                            : HostTime.now() + UInt64(2 * device.settleNanoseconds) + HostTime.nanoseconds(0.05))
-    }
-
-    /// Whether the glide of a pause's fade ended inside what is queued.
-    private func resumesInQueue(_ st: State) -> Bool {
-        guard let target = st.resumeOffset else { return false }
-        return target < st.queued.reduce(0) { $0 + $1.frames }
-    }
-
-    /// Moves a source just paused (or run through its queue) back to where the glide of its
-    /// fade ended, when the mixer went past it (the queue is as it was when the fade began).
-    private func rewindToResumeOffset(_ st: inout State, source: UInt32) {
-        guard resumesInQueue(st), let target = st.resumeOffset, let value = Int32(exactly: target) else { return }
-        var offset: Int32 = 0
-        let stopped = Self.sourceState(source) == AL_STOPPED
-        if !stopped { alGetSourcei(source, AL_SAMPLE_OFFSET, &offset) }
-        guard stopped || (OpenALStatus.al().isSuccess && Int(offset) > target) else { return }
-        alSourcei(source, AL_SAMPLE_OFFSET, value)
-        _ = alGetError()
     }
 
     /// Stops the source now (`alSourceStop`) and drops the converted audio on it; the voice
@@ -315,7 +267,6 @@ extension OpenALStreamingSource {
         }
         st.queued = []
         st.playingInAL = false
-        st.stoppedAtOffset = nil
     }
 
     /// Deletes the source's OpenAL buffers; they must be off the source already.
@@ -342,8 +293,6 @@ extension OpenALStreamingSource {
         st.playingInAL = false
         st.scheduledStart = nil
         st.fade = nil
-        st.resumeOffset = nil
-        st.stoppedAtOffset = nil
         if let report { emit(report, st) }
     }
 

@@ -35,12 +35,7 @@ import Synchronization
 ///
 /// **Fades.** OpenAL Soft 1.19 stops and pauses a source at once, mid-waveform. So `pause()`
 /// and `stop(immediately: true)` first set its gain to 0, which OpenAL glides over one mixer
-/// update, and pause or stop it at the next pump pass after that update has been mixed. On a
-/// real-time device the mixer goes on at gain 0 until then (on a sound server it may run
-/// through the whole queue), so a pause leaves the queue as it is, notes the queue offset
-/// where the glide ends (the offset and device clock read together before and after the gain
-/// change tell which mix glides), and moves the paused source back there (`AL_SAMPLE_OFFSET`):
-/// the resume plays on from the frame after the fade, none lost.
+/// update, and pause or stop it at the next pump pass after that update has been mixed.
 public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
     /// The format of the buffers it takes.
     public let format: AudioFormat
@@ -106,13 +101,6 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
         var draining = false
         var scheduledStart: UInt64?
         var fade: Fade?
-        /// Where in the queue a pause resumes (`AL_SAMPLE_OFFSET`): the end of the mix that
-        /// glides the gain to 0. The mixer goes on at gain 0 until the pump pauses the source;
-        /// the pause moves it back here, so no frame is lost across it.
-        var resumeOffset: Int?
-        /// Where a source the mixer ran through while fading to a pause resumes: the offset set
-        /// on it, which its next `alSourcePlay` applies. Its queue is kept until then.
-        var stoppedAtOffset: Int?
         /// Spool last told OpenAL to play the source, and has not seen it stop since.
         var playingInAL = false
         /// Converted chunks queued on the OpenAL source, oldest first.
@@ -272,7 +260,6 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
                 guard st.transport != .playing else { return }
                 if st.fade?.stopping == true { stopNow(&st, source: source, report: .stopped) }
                 st.fade = nil
-                st.resumeOffset = nil
                 if st.parameters.muted {
                     st.parameters.muted = false
                     st.parameters.applyGain(to: source)
@@ -390,9 +377,15 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
                 case AL_PLAYING, AL_PAUSED:
                     var offset: Int32 = 0
                     alGetSourcei(source, AL_SAMPLE_OFFSET, &offset)
-                    return sourceFrame(st, atQueueOffset: Int(offset))
-                case AL_STOPPED where st.stoppedAtOffset != nil:
-                    return sourceFrame(st, atQueueOffset: st.stoppedAtOffset ?? 0)
+                    var left = Int(offset)
+                    for entry in st.queued {
+                        if left < entry.frames {
+                            let share = Double(entry.readAfter - entry.readBefore) * Double(left) / Double(entry.frames)
+                            return entry.readBefore + Int(share.rounded(.down))
+                        }
+                        left -= entry.frames
+                    }
+                    return st.queued.last?.readAfter ?? st.playedFrames
                 case AL_STOPPED where st.playingInAL:
                     return st.queued.last?.readAfter ?? st.playedFrames
                 default:
@@ -401,19 +394,6 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
             }
         }
         return fromAL ?? locked.withLock { $0.playedFrames }
-    }
-
-    /// The source frame the queued chunks sound at `offset` frames into the queue.
-    private func sourceFrame(_ st: State, atQueueOffset offset: Int) -> Int {
-        var left = offset
-        for entry in st.queued {
-            if left < entry.frames {
-                let share = Double(entry.readAfter - entry.readBefore) * Double(left) / Double(entry.frames)
-                return entry.readBefore + Int(share.rounded(.down))
-            }
-            left -= entry.frames
-        }
-        return st.queued.last?.readAfter ?? st.playedFrames
     }
 
     /// Times it ran dry while playing.
