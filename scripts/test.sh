@@ -7,8 +7,14 @@ cd "$(dirname "$0")/.."
 ./scripts/pulseaudio.sh
 swift build --build-tests -Xswiftc -warnings-as-errors
 log=$(mktemp)
-swift test --skip-build 2>&1 | tee "$log"
-passed=$(sed -n 's/.*Test run with \([0-9]*\) tests.* passed after.*/\1/p' "$log" | tail -1)
+# The suites that time a real sound server run on their own after the rest, so that the rest's
+# parallel work does not steal their real-time threads' wake-ups.
+realtime='SoundServerTests|PulseAudioTests'
+swift test --skip-build --skip "$realtime" 2>&1 | tee "$log"
+first=$(sed -n 's/.*Test run with \([0-9]*\) tests.* passed after.*/\1/p' "$log" | tail -1)
+swift test --skip-build --filter "$realtime" 2>&1 | tee "$log"
+second=$(sed -n 's/.*Test run with \([0-9]*\) tests.* passed after.*/\1/p' "$log" | tail -1)
+passed=$(( ${first:-0} + ${second:-0} ))
 rm -f "$log"
 # A short run of the latency bench on the sound server, the acoustic check included, so that
 # it cannot rot (it asserts nothing about speed; it fails when a back-end's own latency
