@@ -82,7 +82,7 @@ public func benchmarkOpenALMix(voices: Int, seconds: Double, rate: Double, perio
 }
 
 /// CPU seconds this thread has run (`CLOCK_THREAD_CPUTIME_ID`).
-private func threadCPUSeconds() -> Double {
+func threadCPUSeconds() -> Double {
     var t = timespec()
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t)
     return Double(t.tv_sec) + Double(t.tv_nsec) * 1e-9

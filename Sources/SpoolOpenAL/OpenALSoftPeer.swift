@@ -328,10 +328,3 @@ public enum OpenALSoftPeer {
         }
     }
 }
-
-/// CPU seconds this thread has run (`CLOCK_THREAD_CPUTIME_ID`).
-private func threadCPUSeconds() -> Double {
-    var t = timespec()
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t)
-    return Double(t.tv_sec) + Double(t.tv_nsec) * 1e-9
-}
