@@ -25,4 +25,12 @@ public enum HostTime {
         var t = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
         while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t, nil) == EINTR {}
     }
+
+    /// CPU seconds the calling thread has run (`CLOCK_THREAD_CPUTIME_ID`): what the benchmarks
+    /// time work on one thread with, so that time the scheduler gives to others does not count.
+    public static func threadCPUSeconds() -> Double {
+        var t = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t)
+        return Double(t.tv_sec) + Double(t.tv_nsec) * 1e-9
+    }
 }

@@ -59,14 +59,14 @@ public func benchmarkOpenALMix(voices: Int, seconds: Double, rate: Double, perio
     defer { buffer.deallocate() }
     try device.render(frames: periodFrames, into: buffer)  // warm-up: first mix, first refills
     let total = Int(seconds * rate)
-    let wallStart = HostTime.now(), cpuStart = threadCPUSeconds()
+    let wallStart = HostTime.now(), cpuStart = HostTime.threadCPUSeconds()
     var done = 0
     while done < total {
         try device.render(frames: periodFrames, into: buffer)
         done += periodFrames
     }
     let wall = HostTime.seconds(from: wallStart, to: HostTime.now())
-    let cpu = threadCPUSeconds() - cpuStart
+    let cpu = HostTime.threadCPUSeconds() - cpuStart
     if let check {
         // After the timing: the mix as it then sounds, for a caller to check against the sum
         // of the voices' sines.
@@ -81,9 +81,3 @@ public func benchmarkOpenALMix(voices: Int, seconds: Double, rate: Double, perio
     return (wall, cpu)
 }
 
-/// CPU seconds this thread has run (`CLOCK_THREAD_CPUTIME_ID`).
-func threadCPUSeconds() -> Double {
-    var t = timespec()
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t)
-    return Double(t.tv_sec) + Double(t.tv_nsec) * 1e-9
-}

@@ -20,21 +20,24 @@ enum BenchCommand {
                 start and output latency, refill turnaround and underruns of each back-end
                 ('spool bench latency --help' tells more)
           mix [--voices N] [--seconds S] [--period FRAMES] [--converted SHARE] [--runs N]
-              [--quality fast|balanced|high|all] [--json PATH]
+              [--quality fast|balanced|high|all] [--backends queue,openal,openal-soft] [--json PATH]
                 the buffer-queue engine and the OpenAL back-end mixing N voices offline at each
                 resampling quality (--converted SHARE of them rate-converted, default 0.5;
-                median of --runs N), against OpenAL Soft converting them by itself with its
-                matching resampler (linear, 11th- and 23rd-order sinc) in the same run
+                median of --runs N, the sides alternating run by run), against OpenAL Soft
+                converting them by itself with its matching resampler (linear, 23rd-order sinc)
+                in the same run
           capacity [--seconds S] [--quality fast|balanced|high|all] [--max N]
               [--backends queue,openal,openal-soft] [--json PATH]
                 the most voices each back-end plays in real time on the null device (256 × 3
                 frames, 48 kHz), every voice converted from 44.1 kHz, with no underrun or late
                 period over S s (default 20), at each quality; OpenAL Soft with its matching
                 resampler in the same run
-          resample [--seconds S] [--repeats N] [--quick] [--resamplers LIST] [--json PATH]
+          resample [--seconds S] [--repeats N] [--quick] [--resamplers LIST] [--peers LIST | --no-peer]
+              [--json PATH]
                 every resampler at 44.1→48, 48→44.1, 22.05→48, 32→48 and 16→48 kHz, mono and
                 stereo: SNR, aliasing/imaging, frequency error and speed (S s per run, default 3;
-                --quick: 0.2 s, 3 runs)
+                --quick: 0.2 s, 3 runs); then OpenAL Soft's resamplers (--peers: names such as
+                linear,23rd; default all) through the same analysis, quality only
           player [--backends queue,openal] [--starts N] [--buffer-frames F] [--buffers P] [--rate X]
                  [--seconds S] [--file PATH] [--json PATH]
                 AudioPlayer against a bare voice: play() → first frame on the null device

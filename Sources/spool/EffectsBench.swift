@@ -124,13 +124,13 @@ enum EffectsBench {
         defer { out.deallocate() }
         try renderer.render(frames: chunk, into: out)  // warm-up: the first mix
         let total = Int(seconds * 48_000)
-        let cpu0 = threadCPUSeconds()
+        let cpu0 = HostTime.threadCPUSeconds()
         var done = 0
         while done < total {
             try renderer.render(frames: chunk, into: out)
             done += chunk
         }
-        let cpu = threadCPUSeconds() - cpu0
+        let cpu = HostTime.threadCPUSeconds() - cpu0
         withExtendedLifetime(keep) {}
         return cpu
     }
@@ -164,11 +164,5 @@ enum EffectsBench {
         return TriggerRow(backend: name, periodFrames: periodFrames, periods: periods, triggers: latencies.count,
                           floorMinMs: Double(periods - 1) * f, floorMaxMs: Double(periods) * f,
                           p50Ms: percentile(latencies, 50) * 1000, p99Ms: percentile(latencies, 99) * 1000)
-    }
-
-    private static func threadCPUSeconds() -> Double {
-        var t = timespec()
-        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t)
-        return Double(t.tv_sec) + Double(t.tv_nsec) * 1e-9
     }
 }

@@ -44,7 +44,7 @@ enum MixBench {
     static let peerResampler: [ResamplingQuality: String] = [.fast: "linear", .balanced: "23rd", .high: "23rd"]
 
     static func run(_ words: [String]) throws {
-        let args = try Arguments(words, valued: ["voices", "seconds", "period", "json", "converted", "runs", "quality"],
+        let args = try Arguments(words, valued: ["voices", "seconds", "period", "json", "converted", "runs", "quality", "backends"],
                                  switches: ["help"])
         if args.has("help") { print(BenchCommand.help); return }
         let voices = try args.int("voices", in: 1...64) ?? 16
@@ -53,28 +53,44 @@ enum MixBench {
         let share = try args.double("converted", in: 0...1) ?? 0.5
         let runs = try args.int("runs", in: 1...100) ?? 5
         let levels = try qualities(args.string("quality"))
+        let backends = (args.string("backends") ?? "queue,openal,openal-soft").split(separator: ",").map(String.init)
+        guard !backends.isEmpty, backends.allSatisfy({ ["queue", "openal", "openal-soft"].contains($0) }) else {
+            throw UsageError("--backends lists queue, openal and openal-soft")
+        }
         var rows: [Row] = []
         for quality in levels {
-            let queueRuns = try (0..<runs).map { _ in
-                try queueEngine(voices: voices, seconds: seconds, periodFrames: period, convertedShare: share, quality: quality)
-            }
             let converter = "\(QueueResampler.fixedKind(quality))"
-            rows.append(row("queue", quality, converter, voices: voices, share: share, seconds: seconds, runs: queueRuns))
-            let openALRuns = try (0..<runs).map { _ in
-                let (wall, cpu) = try benchmarkOpenALMix(voices: voices, seconds: seconds, rate: 48_000, periodFrames: period,
-                                                         convertedShare: share, quality: quality)
-                return Run(wall: wall, cpu: cpu)
-            }
-            rows.append(row("openal", quality, converter, voices: voices, share: share, seconds: seconds, runs: openALRuns))
             let resampler = try OpenALSoftPeer.resampler(named: peerResampler[quality] ?? "linear")
-            let peerRuns = try (0..<runs).map { _ in
-                let (wall, cpu) = try OpenALSoftPeer.benchmarkMix(voices: voices, seconds: seconds, deviceRate: 48_000,
-                                                                  sourceRate: 44_100, periodFrames: period,
-                                                                  convertedShare: share, resampler: resampler)
-                return Run(wall: wall, cpu: cpu)
+            func runOnce(_ backend: String) throws -> Run {
+                switch backend {
+                case "queue":
+                    return try queueEngine(voices: voices, seconds: seconds, periodFrames: period, convertedShare: share,
+                                           quality: quality)
+                case "openal":
+                    let (wall, cpu) = try benchmarkOpenALMix(voices: voices, seconds: seconds, rate: 48_000, periodFrames: period,
+                                                             convertedShare: share, quality: quality)
+                    return Run(wall: wall, cpu: cpu)
+                default:
+                    let (wall, cpu) = try OpenALSoftPeer.benchmarkMix(voices: voices, seconds: seconds, deviceRate: 48_000,
+                                                                      sourceRate: 44_100, periodFrames: period,
+                                                                      convertedShare: share, resampler: resampler)
+                    return Run(wall: wall, cpu: cpu)
+                }
             }
-            rows.append(row("openal-soft", quality, resampler.description, voices: voices, share: share, seconds: seconds,
-                            runs: peerRuns))
+            // The sides alternate run by run, the one that goes first changing every round, so a
+            // disturbance of the machine hits every side alike.
+            var runsOf: [String: [Run]] = [:]
+            for round in 0..<runs {
+                let shift = round % backends.count
+                for backend in backends[shift...] + backends[..<shift] {
+                    runsOf[backend, default: []].append(try runOnce(backend))
+                }
+            }
+            for backend in backends {
+                let name = backend == "openal-soft" ? resampler.description : converter
+                rows.append(row(backend, quality, name, voices: voices, share: share, seconds: seconds,
+                                runs: runsOf[backend] ?? []))
+            }
         }
         let converted = Int((Double(voices) * share).rounded(.up))
         print("\(voices) voices (\(converted) at 44.1 kHz, converted), \(String(format: "%g", seconds)) s at 48 kHz stereo, "
@@ -189,13 +205,8 @@ enum MixBench {
 
     /// Wall-clock and this thread's CPU seconds for `body`.
     static func measure(_ body: () throws -> Void) throws -> (wall: Double, cpu: Double) {
-        func cpuNow() -> Double {
-            var t = timespec()
-            clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t)
-            return Double(t.tv_sec) + Double(t.tv_nsec) * 1e-9
-        }
-        let wall0 = BenchCommand.now(), cpu0 = cpuNow()
+        let wall0 = BenchCommand.now(), cpu0 = HostTime.threadCPUSeconds()
         try body()
-        return (BenchCommand.now() - wall0, cpuNow() - cpu0)
+        return (BenchCommand.now() - wall0, HostTime.threadCPUSeconds() - cpu0)
     }
 }

@@ -245,13 +245,6 @@ enum StretchBench {
 
     // MARK: - Measuring
 
-    /// CPU seconds of the calling thread.
-    static func threadCPUSeconds() -> Double {
-        var t = timespec()
-        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t)
-        return Double(t.tv_sec) + Double(t.tv_nsec) * 1e-9
-    }
-
     /// Reads `decoder` to its end in reads of 4096 frames, copying each into a second buffer
     /// (what a feeder does with a decoded buffer): the frames read and the thread CPU time.
     static func readAll(_ decoder: any AudioDecoder) throws -> (frames: Int, cpuSeconds: Double) {
@@ -259,7 +252,7 @@ enum StretchBench {
         var buffer = [Float](repeating: 0, count: 4096 * channels)
         var copy = [Float](repeating: 0, count: 4096 * channels)
         var total = 0
-        let start = threadCPUSeconds()
+        let start = HostTime.threadCPUSeconds()
         while true {
             let got = try buffer.withUnsafeMutableBufferPointer { try decoder.read(into: $0) }
             if got == 0 { break }
@@ -268,7 +261,7 @@ enum StretchBench {
             }
             total += got
         }
-        let cpu = threadCPUSeconds() - start
+        let cpu = HostTime.threadCPUSeconds() - start
         // Keep the copy observable, so that it is not optimised away.
         if copy[0].isNaN { print("", terminator: "") }
         return (total, cpu)
