@@ -54,20 +54,38 @@ public enum OpenALSoftPeer {
         }
     }
 
-    /// Plays `buffer` once through one source with `resampler` on a loopback device at
-    /// `deviceRate`, and returns what it rendered: the buffer's duration at the device rate
-    /// (rounded), stereo. What the resampler table measures OpenAL Soft's quality on.
+    /// `buffer` converted to `deviceRate` by `resampler` (see the samples' `convert`).
     /// - Throws: `.invalidParameter` for more than 2 channels; device and AL errors.
     public static func convert(_ buffer: PCMBuffer, deviceRate: Double, resampler: Resampler) throws -> PCMBuffer {
-        let device = try OpenALDevice(.loopback(OutputConfiguration(sampleRate: deviceRate, periodFrames: 1024)))
+        let channels = buffer.format.channelCount
+        let out = try convert(buffer.samples, channelCount: channels, from: buffer.format.sampleRate, to: deviceRate,
+                              resampler: resampler)
+        return try PCMBuffer(format: AudioFormat(sampleRate: deviceRate, channelCount: channels), samples: out)
+    }
+
+    /// Converts interleaved mono or stereo `input` from `inputRate` to `outputRate` with
+    /// `resampler`, as the resampler table converts with Spool's own converters: one source
+    /// with direct channels (`AL_DIRECT_CHANNELS_SOFT`: each channel straight to its output
+    /// channel, no panning), gain 1, on a loopback device at `outputRate`; mono goes in on both
+    /// channels and comes back from the left one.
+    /// - Returns: The input's duration at `outputRate` (rounded), `channelCount` channels.
+    /// - Throws: `.invalidParameter` for more than 2 channels; device and AL errors.
+    public static func convert(_ input: [Float], channelCount: Int, from inputRate: Double, to outputRate: Double,
+                               resampler: Resampler) throws -> [Float] {
+        guard (1...2).contains(channelCount) else {
+            throw AudioError(.invalidParameter, "OpenAL Soft's plain sources take mono or stereo here, not \(channelCount) channels")
+        }
+        let stereo = channelCount == 2 ? input : input.flatMap { [$0, $0] }
+        let buffer = try PCMBuffer(format: AudioFormat(sampleRate: inputRate, channelCount: 2), samples: stereo)
+        let device = try OpenALDevice(.loopback(OutputConfiguration(sampleRate: outputRate, periodFrames: 1024)))
         defer { device.close() }
-        let sources = try Sources(device: device, buffers: [buffer], resampler: resampler, looping: false)
+        let sources = try Sources(device: device, buffers: [buffer], resampler: resampler, looping: false, directChannels: true)
         defer { sources.delete() }
         try sources.play()
-        let frames = Int((Double(buffer.frameCount) * deviceRate / buffer.format.sampleRate).rounded())
+        let frames = Int((Double(buffer.frameCount) * outputRate / inputRate).rounded())
         var out = [Float](repeating: 0, count: frames * 2)
         try out.withUnsafeMutableBufferPointer { try device.render(frames: frames, into: $0) }
-        return try PCMBuffer(format: AudioFormat(sampleRate: deviceRate, channelCount: 2), samples: out)
+        return channelCount == 2 ? out : stride(from: 0, to: out.count, by: 2).map { out[$0] }
     }
 
     /// Mixes `voices` streaming sources, each a one-second sine of its own frequency at
@@ -101,14 +119,14 @@ public enum OpenALSoftPeer {
         try device.render(frames: periodFrames, into: buffer)  // warm-up
         try streams.refill()
         let total = Int(seconds * deviceRate)
-        let wallStart = HostTime.now(), cpuStart = threadCPUSeconds()
+        let wallStart = HostTime.now(), cpuStart = HostTime.threadCPUSeconds()
         var done = 0
         while done < total {
             try device.render(frames: periodFrames, into: buffer)
             try streams.refill()
             done += periodFrames
         }
-        return (HostTime.seconds(from: wallStart, to: HostTime.now()), threadCPUSeconds() - cpuStart)
+        return (HostTime.seconds(from: wallStart, to: HostTime.now()), HostTime.threadCPUSeconds() - cpuStart)
     }
 
     /// Plays `voices` streaming sources (as `benchmarkMix`: the first `convertedShare` at
@@ -279,7 +297,8 @@ public enum OpenALSoftPeer {
         private var names: [UInt32] = []
         private var buffers: [UInt32] = []
 
-        init(device: OpenALDevice, buffers pcm: [PCMBuffer], resampler: Resampler, looping: Bool) throws {
+        init(device: OpenALDevice, buffers pcm: [PCMBuffer], resampler: Resampler, looping: Bool,
+             directChannels: Bool = false) throws {
             self.device = device
             guard pcm.allSatisfy({ (1...2).contains($0.format.channelCount) }) else {
                 throw AudioError(.invalidParameter, "OpenAL Soft's plain sources take mono or stereo here")
@@ -300,6 +319,7 @@ public enum OpenALSoftPeer {
                     alSourcei(sources[k], AL_LOOPING, looping ? AL_TRUE : AL_FALSE)
                     alSourcei(sources[k], AL_SOURCE_RESAMPLER_SOFT, Int32(resampler.index))
                     alSourcef(sources[k], AL_GAIN, 1 / Float(pcm.count))
+                    if directChannels { alSourcei(sources[k], AL_DIRECT_CHANNELS_SOFT, AL_TRUE) }
                 }
                 try OpenALStatus.al().check("setting up \(pcm.count) sources with the \(resampler.name) resampler")
                 return (sources, names)

@@ -62,28 +62,64 @@ public func measureRateConversion(
     _ kind: RateConverterKind = .default, inputRate: Double, outputRate: Double,
     toneFrequencies: [Double], seconds: Double = 1
 ) throws -> [RateConversionToneResult] {
+    try measureRateConversion(
+        converting: kindConversion(kind), inputRate: inputRate, outputRate: outputRate,
+        toneFrequencies: toneFrequencies, seconds: seconds)
+}
+
+/// Converts all of an interleaved input (`channelCount` channels at `inputRate`) to
+/// `outputRate`: a converter measured by the same analysis as the kinds, such as a peer's.
+public typealias RateConversionFunction =
+    (_ input: [Float], _ channelCount: Int, _ inputRate: Double, _ outputRate: Double) throws -> [Float]
+
+/// The conversion a kind makes in the table: 512-frame output periods, then the tail drained.
+public func kindConversion(_ kind: RateConverterKind) -> RateConversionFunction {
+    { input, channelCount, inputRate, outputRate in
+        let converter = try makeRateConverter(kind, channelCount: channelCount, ratio: outputRate / inputRate)
+        return RateConverterSignal.convertAll(converter, input: input, periodFrames: 512)
+    }
+}
+
+/// `measureRateConversion` for any conversion, e.g. OpenAL Soft's resamplers.
+///
+/// A converter that steps through its input in coarse fixed-point fractions (OpenAL Soft's
+/// 1/4096 of a frame) plays a tone some tens of ppm off, which alone would count as noise: where
+/// the tone comes out more than 10 ppm off, its SNR is taken at the frequency that fits best
+/// within ±26 ppm of the one its zero crossings give (the frequency error is reported beside it).
+public func measureRateConversion(
+    converting convert: RateConversionFunction, inputRate: Double, outputRate: Double,
+    toneFrequencies: [Double], seconds: Double = 1
+) throws -> [RateConversionToneResult] {
     let channelCount = toneFrequencies.count
-    let converter = try makeRateConverter(kind, channelCount: channelCount, ratio: outputRate / inputRate)
     let inputFrames = Int(seconds * inputRate)
     let input = RateConverterSignal.tones(toneFrequencies, sampleRate: inputRate, frames: inputFrames)
-    let output = RateConverterSignal.convertAll(converter, input: input, periodFrames: 512)
+    let output = try convert(input, channelCount, inputRate, outputRate)
     let outputFrames = output.count / channelCount
     let analysed = RateConverterSignal.edgeFrames..<max(
         RateConverterSignal.edgeFrames + 1, outputFrames - RateConverterSignal.edgeFrames)
 
     return toneFrequencies.enumerated().map { channel, frequency in
-        let fit = RateConverterSignal.fitSine(
-            output, channel: channel, channelCount: channelCount, frequency: frequency,
-            sampleRate: outputRate, frames: analysed)
-        let snr = RateConverterSignal.snrDB(
-            output, channel: channel, channelCount: channelCount, frequency: frequency,
-            sampleRate: outputRate, phase: fit.phase, amplitude: RateConverterSignal.amplitude,
-            frames: analysed)
+        func snr(at heard: Double) -> Double {
+            let fit = RateConverterSignal.fitSine(
+                output, channel: channel, channelCount: channelCount, frequency: heard,
+                sampleRate: outputRate, frames: analysed)
+            return RateConverterSignal.snrDB(
+                output, channel: channel, channelCount: channelCount, frequency: heard,
+                sampleRate: outputRate, phase: fit.phase, amplitude: RateConverterSignal.amplitude,
+                frames: analysed)
+        }
         let measured = RateConverterSignal.zeroCrossingFrequency(
             output, channel: channel, channelCount: channelCount, sampleRate: outputRate, frames: analysed)
+        var best = snr(at: frequency)
+        if abs(measured - frequency) > 10e-6 * frequency {
+            // Around the frequency the zero crossings give (good to a few ppm): ±24 ppm, then finer.
+            func at(_ ppm: Double) -> Double { snr(at: measured * (1 + ppm * 1e-6)) }
+            let coarse = stride(from: -24.0, through: 24, by: 2).max { at($0) < at($1) } ?? 0
+            best = max(best, stride(from: coarse - 2, through: coarse + 2, by: 0.1).map(at).max() ?? best)
+        }
         return RateConversionToneResult(
             frequencyHz: frequency, channel: channel, channelCount: channelCount,
-            inputRate: inputRate, outputRate: outputRate, snrDB: snr,
+            inputRate: inputRate, outputRate: outputRate, snrDB: best,
             frequencyErrorPercent: (measured - frequency) / frequency * 100)
     }
 }
@@ -139,15 +175,10 @@ public func measureRateConverterSpeed(
         (0..<channels).map { 1_000 + 500 * Double($0) }, sampleRate: conversion.inputRate, frames: inputFrames)
     let periodFrames = 512
     var output = [Float](repeating: 0, count: periodFrames * channels)
-    func threadCPUSeconds() -> Double {
-        var t = timespec()
-        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t)
-        return Double(t.tv_sec) + Double(t.tv_nsec) * 1e-9
-    }
     var rates: [Double] = []
     for _ in 0..<max(1, repeats) {
         let converter = try makeRateConverter(kind, channelCount: channels, ratio: baseRatio)
-        let start = threadCPUSeconds()
+        let start = HostTime.threadCPUSeconds()
         input.withUnsafeBufferPointer { input in
             output.withUnsafeMutableBufferPointer { output in
                 var used = 0
@@ -166,7 +197,7 @@ public func measureRateConverterSpeed(
                 }
             }
         }
-        rates.append(Double(inputFrames) / max(threadCPUSeconds() - start, 1e-9))
+        rates.append(Double(inputFrames) / max(HostTime.threadCPUSeconds() - start, 1e-9))
     }
     rates.sort()
     return rates[rates.count / 2]

@@ -84,8 +84,8 @@ public enum AliasingMeasure: String, Sendable, Codable {
 
 /// One row of the resampler table: one converter kind at one conversion and channel count.
 public struct ResamplerTableRow: Sendable {
-    /// The converter measured.
-    public var kind: RateConverterKind
+    /// The converter measured; `nil` for a peer's (`measurePeerResamplerRow`).
+    public var kind: RateConverterKind?
     /// Its table name, e.g. `libspeexdsp q3`.
     public var name: String
     /// The conversion.
@@ -155,33 +155,55 @@ public func measureResamplerRow(
     _ kind: RateConverterKind, conversion: RateConversion, channelCount: Int, speedSeconds: Double = 3,
     repeats: Int = 5
 ) throws -> ResamplerTableRow {
-    let (from, to) = (conversion.inputRate, conversion.outputRate)
-    let low = conversion.lowToneHz, high = conversion.highToneHz
-    var tones: [RateConversionToneResult] = []
-    if channelCount == 1 {
-        tones += try measureRateConversion(kind, inputRate: from, outputRate: to, toneFrequencies: [low])
-        tones += try measureRateConversion(kind, inputRate: from, outputRate: to, toneFrequencies: [high])
-    } else {
-        // 1 kHz and the high tone on alternate channels.
-        let frequencies = (0..<channelCount).map { $0 % 2 == 0 ? low : high }
-        tones += try measureRateConversion(kind, inputRate: from, outputRate: to, toneFrequencies: frequencies)
-    }
-    let aliasing = try measureAliasing(kind, conversion: conversion, channelCount: channelCount)
-    let fixed = try measureRateConverterSpeed(
+    var row = try measureResamplerQuality(
+        converting: kindConversion(kind), name: kind.description, conversion: conversion, channelCount: channelCount)
+    row.kind = kind
+    row.framesPerSecond = try measureRateConverterSpeed(
         kind, conversion: conversion, channelCount: channelCount, seconds: speedSeconds, varispeed: false,
         repeats: repeats)
-    let varispeed = kind.supportsVariableRatio
+    row.varispeedFramesPerSecond = kind.supportsVariableRatio
         ? try measureRateConverterSpeed(
             kind, conversion: conversion, channelCount: channelCount, seconds: speedSeconds, varispeed: true,
             repeats: repeats)
         : nil
+    return row
+}
+
+/// A row for a converter outside the kinds (OpenAL Soft's resamplers), measured as the kinds
+/// are: the same tones and aliasing tone through `convert`. Quality only (`framesPerSecond` 0):
+/// a peer's speed is timed where it does its real work (`spool bench mix`).
+/// - Throws: What `convert` throws.
+public func measurePeerResamplerRow(
+    name: String, conversion: RateConversion, channelCount: Int, converting convert: RateConversionFunction
+) throws -> ResamplerTableRow {
+    try measureResamplerQuality(converting: convert, name: name, conversion: conversion, channelCount: channelCount)
+}
+
+/// The quality figures of one row for any conversion (speed 0, no kind): SNR on both tones,
+/// aliasing or imaging, frequency error.
+/// - Throws: What `convert` throws.
+public func measureResamplerQuality(
+    converting convert: RateConversionFunction, name: String, conversion: RateConversion, channelCount: Int
+) throws -> ResamplerTableRow {
+    let (from, to) = (conversion.inputRate, conversion.outputRate)
+    let low = conversion.lowToneHz, high = conversion.highToneHz
+    var tones: [RateConversionToneResult] = []
+    if channelCount == 1 {
+        tones += try measureRateConversion(converting: convert, inputRate: from, outputRate: to, toneFrequencies: [low])
+        tones += try measureRateConversion(converting: convert, inputRate: from, outputRate: to, toneFrequencies: [high])
+    } else {
+        // 1 kHz and the high tone on alternate channels.
+        let frequencies = (0..<channelCount).map { $0 % 2 == 0 ? low : high }
+        tones += try measureRateConversion(converting: convert, inputRate: from, outputRate: to, toneFrequencies: frequencies)
+    }
+    let aliasing = try measureAliasing(converting: convert, conversion: conversion, channelCount: channelCount)
     let frequencyError = tones.map(\.frequencyErrorPercent).max { abs($0) < abs($1) } ?? 0
     return ResamplerTableRow(
-        kind: kind, name: kind.description, conversion: conversion, channelCount: channelCount,
+        kind: nil, name: name, conversion: conversion, channelCount: channelCount,
         lowToneSNRDB: min(200, tones.filter { $0.frequencyHz == low }.map(\.snrDB).min() ?? 0),
         highToneSNRDB: min(200, tones.filter { $0.frequencyHz == high }.map(\.snrDB).min() ?? 0),
         aliasingDB: aliasing, aliasingMeasure: conversion.isDownsampling ? .aliasing : .imaging,
-        frequencyErrorPercent: frequencyError, framesPerSecond: fixed, varispeedFramesPerSecond: varispeed)
+        frequencyErrorPercent: frequencyError, framesPerSecond: 0, varispeedFramesPerSecond: nil)
 }
 
 /// How much of a tone a converter should remove it lets through, in dB relative to the input
@@ -197,12 +219,19 @@ public func measureResamplerRow(
 public func measureAliasing(
     _ kind: RateConverterKind, conversion: RateConversion, channelCount: Int, seconds: Double = 1
 ) throws -> Double {
+    try measureAliasing(converting: kindConversion(kind), conversion: conversion, channelCount: channelCount, seconds: seconds)
+}
+
+/// `measureAliasing` for any conversion, e.g. OpenAL Soft's resamplers.
+/// - Throws: What `convert` throws.
+public func measureAliasing(
+    converting convert: RateConversionFunction, conversion: RateConversion, channelCount: Int, seconds: Double = 1
+) throws -> Double {
     let frequency = conversion.aliasingToneHz
-    let converter = try makeRateConverter(kind, channelCount: channelCount, ratio: conversion.ratio)
     let input = RateConverterSignal.tones(
         [Double](repeating: frequency, count: channelCount), sampleRate: conversion.inputRate,
         frames: Int(seconds * conversion.inputRate))
-    let output = RateConverterSignal.convertAll(converter, input: input, periodFrames: 512)
+    let output = try convert(input, channelCount, conversion.inputRate, conversion.outputRate)
     let frames = RateConverterSignal.analysedFrames(outputFrames: output.count / channelCount)
     let tonePower = RateConverterSignal.amplitude * RateConverterSignal.amplitude / 2
     var worst = -200.0

@@ -25,9 +25,10 @@ enum ResampleBench {
         let aliasingMeasure: String
         let aliasingToneHz: Double
         let frequencyErrorPercent: Double
-        let framesPerSecond: Double
+        /// `nil` for OpenAL Soft's resamplers (quality only; see `spool bench mix`).
+        let framesPerSecond: Double?
         /// `framesPerSecond` over the input rate: streams like it one core keeps up with.
-        let realTime: Double
+        let realTime: Double?
         let varispeedFramesPerSecond: Double?
         /// The speed figures are observed (thread CPU time on this machine).
         let timing: String
@@ -37,7 +38,7 @@ enum ResampleBench {
 
     static func run(_ words: [String]) throws {
         let args = try Arguments(
-            words, valued: ["seconds", "repeats", "resamplers", "json"], switches: ["quick", "help"])
+            words, valued: ["seconds", "repeats", "resamplers", "peers", "json"], switches: ["quick", "no-peer", "help"])
         if args.has("help") { print(BenchCommand.help); return }
         let quick = args.has("quick")
         let seconds = try args.double("seconds", in: 0.05...120) ?? (quick ? 0.2 : 3)
@@ -52,6 +53,9 @@ enum ResampleBench {
             upsampling: power between the two Nyquists after the tone is taken out, over the tone's
               speed: input frames per second of the converting thread's CPU time, \(seconds) s per run, \
             median of \(repeats) runs, 512-frame periods; observed
+              OpenAL Soft's resamplers (AL_SOFT_source_resampler): one source with direct channels on a loopback \
+            device; a tone more than 10 ppm off (its 1/4096-frame steps) is fitted at its own frequency; \
+            quality only: their speed is where OpenAL Soft mixes (spool bench mix)
             """)
         for conversion in RateConversion.benchmarked {
             let measure = conversion.isDownsampling ? "aliasing" : "imaging"
@@ -62,24 +66,44 @@ enum ResampleBench {
         var tableRows: [[String]] = []
         var rows: [Row] = []
         var measured: [ResamplerTableRow] = []
-        _ = try measureResamplerTable(kinds: kinds, speedSeconds: seconds, repeats: repeats) { r in
+        func add(_ r: ResamplerTableRow, id: String) {
             measured.append(r)
             rows.append(Row(
-                resampler: r.name, id: r.kind.rawValue, quality: "", from: r.conversion.inputRate,
+                resampler: r.name, id: id, quality: levels(r.kind).map(\.rawValue).joined(separator: ","),
+                from: r.conversion.inputRate,
                 to: r.conversion.outputRate, channels: r.channelCount, snrDB: r.snrDB, snr1kHzDB: r.lowToneSNRDB,
                 snrHighDB: r.highToneSNRDB, highToneHz: r.conversion.highToneHz, aliasingDB: r.aliasingDB,
                 aliasingMeasure: r.aliasingMeasure.rawValue, aliasingToneHz: r.conversion.aliasingToneHz,
-                frequencyErrorPercent: r.frequencyErrorPercent, framesPerSecond: r.framesPerSecond,
-                realTime: r.framesPerSecond / r.conversion.inputRate,
+                frequencyErrorPercent: r.frequencyErrorPercent, framesPerSecond: r.kind == nil ? nil : r.framesPerSecond,
+                realTime: r.kind == nil ? nil : r.framesPerSecond / r.conversion.inputRate,
                 varispeedFramesPerSecond: r.varispeedFramesPerSecond, timing: "observed",
-                engineUse: engineUse(r.kind)))
+                engineUse: engineUse(r.kind, name: r.name)))
             tableRows.append([
                 r.name, conversionName(r.conversion),
                 "\(r.channelCount)", decibels(r.lowToneSNRDB), decibels(r.highToneSNRDB),
                 "\(decibels(r.aliasingDB)) \(r.aliasingMeasure.rawValue)",
-                String(format: "%+.4f", r.frequencyErrorPercent), String(format: "%.2f", r.framesPerSecond / 1e6),
-                r.varispeedFramesPerSecond.map { String(format: "%.2f", $0 / 1e6) } ?? "fixed only",
+                String(format: "%+.4f", r.frequencyErrorPercent), speedCell(r),
+                varispeedCell(r),
             ])
+        }
+        _ = try measureResamplerTable(kinds: kinds, speedSeconds: seconds, repeats: repeats) { add($0, id: $0.kind?.rawValue ?? "") }
+        // OpenAL Soft's own resamplers through the same analysis: the peer the levels answer to.
+        if !args.has("no-peer") {
+            let peers = try args.string("peers").map { list in
+                try list.split(separator: ",").map { try OpenALSoftPeer.resampler(named: String($0)) }
+            } ?? OpenALSoftPeer.resamplers()
+            for resampler in peers {
+                for conversion in RateConversion.benchmarked {
+                    for channelCount in [1, 2] {
+                        let row = try measurePeerResamplerRow(
+                            name: "OpenAL Soft \(resampler)", conversion: conversion, channelCount: channelCount
+                        ) { input, channels, from, to in
+                            try OpenALSoftPeer.convert(input, channelCount: channels, from: from, to: to, resampler: resampler)
+                        }
+                        add(row, id: "openal-soft:\(resampler.name)")
+                    }
+                }
+            }
         }
         print(BenchCommand.table(
             ["resampler", "kHz", "ch", "SNR 1k dB", "SNR hi dB", "alias/image dB", "freq err %", "Mframes/s",
@@ -108,30 +132,58 @@ enum ResampleBench {
     }
 
     static func summary(_ rows: [ResamplerTableRow]) -> [[String]] {
-        var order: [RateConverterKind] = []
-        for row in rows where !order.contains(row.kind) { order.append(row.kind) }
+        var order: [String] = []
+        for row in rows where !order.contains(row.name) { order.append(row.name) }
         let reference = RateConversion(from: 44_100, to: 48_000)
-        return order.map { kind in
-            let mine = rows.filter { $0.kind == kind }
+        return order.map { name in
+            let mine = rows.filter { $0.name == name }
+            let kind = mine.first?.kind
             let stereo = mine.filter { $0.channelCount == 2 }
             let cd = stereo.first { $0.conversion == reference }
             return [
-                kind.description,
+                name,
                 decibels(mine.map(\.snrDB).min() ?? 0),
                 decibels(mine.map(\.aliasingDB).max() ?? 0),
                 String(format: "%.4f", mine.map { abs($0.frequencyErrorPercent) }.max() ?? 0),
-                cd.map { String(format: "%.2f", $0.framesPerSecond / 1e6) } ?? "—",
-                stereo.min { $0.framesPerSecond < $1.framesPerSecond }.map {
+                cd.map(speedCell) ?? "—",
+                kind == nil ? "—" : stereo.min { $0.framesPerSecond < $1.framesPerSecond }.map {
                     String(format: "%.2f", $0.framesPerSecond / 1e6) + " (\(conversionName($0.conversion)))"
                 } ?? "—",
-                cd.map { $0.varispeedFramesPerSecond.map { String(format: "%.2f", $0 / 1e6) } ?? "fixed only" } ?? "—",
-                engineUse(kind),
+                cd.map(varispeedCell) ?? "—",
+                engineUse(kind, name: name),
             ]
         }
     }
 
-    static func engineUse(_ kind: RateConverterKind) -> String {
-        kind == .soxrHQ ? "engine at rate 1" : kind == .default ? "engine under varispeed" : ""
+    /// Millions of input frames per second, `—` for a peer's resampler (quality only).
+    static func speedCell(_ row: ResamplerTableRow) -> String {
+        row.kind == nil ? "—" : String(format: "%.2f", row.framesPerSecond / 1e6)
+    }
+
+    /// The varispeed speed, `fixed only` for a fixed-ratio kind, `—` for a peer's resampler.
+    static func varispeedCell(_ row: ResamplerTableRow) -> String {
+        guard row.kind != nil else { return "—" }
+        return row.varispeedFramesPerSecond.map { String(format: "%.2f", $0 / 1e6) } ?? "fixed only"
+    }
+
+    /// The levels whose fixed-ratio or varispeed lane converts with `kind`.
+    static func levels(_ kind: RateConverterKind?) -> [ResamplingQuality] {
+        ResamplingQuality.allCases.filter { QueueResampler.fixedKind($0) == kind || QueueResampler.varispeedKind($0) == kind }
+    }
+
+    /// Where the queue engine uses a kind (its lane and levels), or the level a peer's
+    /// resampler is matched with in `bench mix` and `bench capacity`.
+    static func engineUse(_ kind: RateConverterKind?, name: String) -> String {
+        guard let kind else {
+            let matched = ResamplingQuality.allCases.filter { name.lowercased().contains(MixBench.peerResampler[$0] ?? "-") }
+            return matched.isEmpty ? "" : "peer of " + matched.map(\.rawValue).joined(separator: ", ")
+        }
+        var uses: [String] = []
+        let fixed = ResamplingQuality.allCases.filter { QueueResampler.fixedKind($0) == kind }
+        let varispeed = ResamplingQuality.allCases.filter { QueueResampler.varispeedKind($0) == kind }
+        if !fixed.isEmpty { uses.append("rate 1 at " + fixed.map(\.rawValue).joined(separator: ", ")) }
+        if !varispeed.isEmpty { uses.append("varispeed at " + varispeed.map(\.rawValue).joined(separator: ", ")) }
+        return uses.joined(separator: "; ")
     }
 
     /// `44.1→48`: a conversion in a table cell.

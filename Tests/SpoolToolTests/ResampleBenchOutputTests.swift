@@ -11,7 +11,8 @@ struct ResampleBenchOutputTests {
         defer { try? FileManager.default.removeItem(at: dir) }
         let json = dir.appendingPathComponent("resample.json").path
         let result = try Tool.run([
-            "bench", "resample", "--resamplers", "speexQ0,linear", "--seconds", "0.05", "--repeats", "1", "--json", json,
+            "bench", "resample", "--resamplers", "speexQ0,linear", "--seconds", "0.05", "--repeats", "1", "--no-peer",
+            "--json", json,
         ])
         #expect(result.status == 0, "\(result.stderr)")
         let rows = try #require(
@@ -25,7 +26,7 @@ struct ResampleBenchOutputTests {
             #expect(Set(mine.compactMap { $0["channels"] as? Int }) == [1, 2])
             for row in mine {
                 #expect((row["framesPerSecond"] as? Double).map { $0 > 0 } == true)
-                #expect(row["quality"] as? String == "")
+                #expect(row["quality"] as? String == "", "neither lane uses \(id)")
                 #expect(row["timing"] as? String == "observed")
                 let measure = row["aliasingMeasure"] as? String
                 #expect(measure == (row["from"] as? Double == 48_000 && row["to"] as? Double == 44_100 ? "alias" : "image"))
@@ -44,6 +45,38 @@ struct ResampleBenchOutputTests {
         let lines = result.text.split(separator: "\n")
         #expect(lines.filter { $0.hasPrefix("libspeexdsp q0 ") }.count == 10 + 1)
         #expect(lines.contains { $0.hasPrefix("libsamplerate linear ") && $0.contains("16→48") && $0.contains("image") })
+    }
+
+    @Test func openALSoftsResamplersFollowMeasuredTheSameWayQualityOnly() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("spool-bench-\(UUID())")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let json = dir.appendingPathComponent("resample.json").path
+        let result = try Tool.run([
+            "bench", "resample", "--resamplers", "swrFilter16", "--peers", "linear", "--seconds", "0.05", "--repeats", "1",
+            "--json", json,
+        ])
+        #expect(result.status == 0, "\(result.stderr)")
+        let rows = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: json))) as? [[String: Any]])
+        #expect(rows.count == 2 * 5 * 2)
+        let fast = rows.filter { $0["id"] as? String == "swrFilter16" }
+        #expect(fast.count == 10 && fast.allSatisfy { $0["quality"] as? String == "fast" && $0["engineUse"] as? String == "rate 1 at fast" })
+        let peer = rows.filter { ($0["id"] as? String)?.hasPrefix("openal-soft:Linear") == true }
+        #expect(peer.count == 10, "\(rows.compactMap { $0["id"] as? String })")
+        for row in peer {
+            #expect(row["framesPerSecond"] is NSNull || row["framesPerSecond"] == nil, "quality only")
+            #expect(row["engineUse"] as? String == "peer of fast")
+            // OpenAL Soft 1.19 steps in 1/4096ths of a frame: 44.1 → 48 kHz plays 53 ppm flat.
+            if row["from"] as? Double == 44_100 {
+                #expect((row["frequencyErrorPercent"] as? Double).map { $0 < -0.003 && $0 > -0.008 } == true, "\(row)")
+                // Fitted at its own frequency, the 1 kHz tone is clean; the 15 kHz one droops.
+                #expect((row["snr1kHzDB"] as? Double).map { $0 > 45 } == true, "\(row)")
+                #expect((row["snrHighDB"] as? Double).map { $0 < 15 } == true, "\(row)")
+            }
+        }
+        let lines = result.text.split(separator: "\n")
+        #expect(lines.filter { $0.hasPrefix("OpenAL Soft Linear (default) ") }.count == 10 + 1)
     }
 
     @Test func anUnknownResamplerIsAUsageError() throws {
