@@ -34,8 +34,11 @@ let package = Package(
         .systemLibrary(
             name: "CSpeexDSP", path: "Sources/CSpeexDSP", pkgConfig: "speexdsp",
             providers: [.apt(["libspeexdsp-dev"])]),
+        // No `pkgConfig:` here: its `-lswresample` would link the library, which SpoolResampling
+        // loads when first used instead (SwresampleLibrary.swift); the headers are in the
+        // multiarch include directory the compiler searches anyway.
         .systemLibrary(
-            name: "CSwresample", path: "Sources/CSwresample", pkgConfig: "libswresample",
+            name: "CSwresample", path: "Sources/CSwresample",
             providers: [.apt(["libswresample-dev"])]),
         .systemLibrary(
             name: "COpusFile", path: "Sources/COpusFile", pkgConfig: "opusfile",

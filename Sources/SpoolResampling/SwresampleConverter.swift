@@ -16,7 +16,8 @@ enum SwresampleStatus {
     /// libavutil's text for a status (`av_strerror`).
     static func text(of status: CInt) -> String {
         var buffer = [CChar](repeating: 0, count: 128)
-        let found = buffer.withUnsafeMutableBufferPointer { av_strerror(status, $0.baseAddress, $0.count) }
+        guard case .success(let library) = SwresampleLibrary.shared else { return "error \(status)" }
+        let found = buffer.withUnsafeMutableBufferPointer { library.errorText(status, $0.baseAddress, $0.count) }
         guard found == 0 else { return "error \(status)" }
         return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
@@ -65,6 +66,7 @@ struct SwresampleSettings: Equatable {
 /// fraction's input steps, so the first real output frame sounds the first real input frame
 /// exactly (behind silence rather than libswresample's mirrored start).
 final class SwresampleEngine: ResamplerEngine {
+    private let library: SwresampleLibrary
     private let context: OpaquePointer
     private let fraction: RateFraction
     private let settings: SwresampleSettings
@@ -87,16 +89,17 @@ final class SwresampleEngine: ResamplerEngine {
         else {
             throw AudioError(.invalidParameter, "libswresample cannot take the ratio \(ratio) as two sample rates")
         }
+        let library = try SwresampleLibrary.shared.get()
         // The same default layout on both sides: nothing is remixed.
         var inputLayout = AVChannelLayout(), outputLayout = AVChannelLayout()
-        av_channel_layout_default(&inputLayout, channels)
-        av_channel_layout_default(&outputLayout, channels)
+        library.defaultLayout(&inputLayout, channels)
+        library.defaultLayout(&outputLayout, channels)
         defer {
-            av_channel_layout_uninit(&inputLayout)
-            av_channel_layout_uninit(&outputLayout)
+            library.releaseLayout(&inputLayout)
+            library.releaseLayout(&outputLayout)
         }
         var made: OpaquePointer? = nil
-        let status = swr_alloc_set_opts2(
+        let status = library.allocateWithOptions(
             &made, &outputLayout, AV_SAMPLE_FMT_FLT, outputRate, &inputLayout, AV_SAMPLE_FMT_FLT, inputRate, 0, nil)
         guard status >= 0, let made else {
             // swr_alloc_set_opts2 frees the context it made when it fails.
@@ -105,6 +108,7 @@ final class SwresampleEngine: ResamplerEngine {
                 "make a resampler for \(channelCount) channels from \(inputRate) to \(outputRate) Hz")
             throw AudioError(.libraryFailure, "libswresample could not make a resampler")
         }
+        self.library = library
         context = made
         self.fraction = fraction
         self.settings = settings
@@ -116,7 +120,7 @@ final class SwresampleEngine: ResamplerEngine {
         if let cutoff = settings.cutoff { try set("cutoff", cutoff) }
         if let beta = settings.kaiserBeta { try set("kaiser_beta", beta) }
         try SwresampleStatus.check(
-            swr_init(context),
+            library.initialize(context),
             "start a resampler for \(channelCount) channels from \(inputRate) to \(outputRate) Hz "
                 + "(filter_size \(settings.filterSize), phase_shift \(settings.phaseShift))")
         try SwresampleStatus.check(warmUp(channelCount: channelCount), "run silence through a new resampler")
@@ -157,7 +161,7 @@ final class SwresampleEngine: ResamplerEngine {
                     var frames = CInt(clamping: feed)
                     repeat {
                         // Never past what the silence owes: the rest would sound real input.
-                        let made = swr_convert(context, &outputPlane, CInt(clamping: min(room, owed - produced)), &inputPlane, frames)
+                        let made = library.convert(context, &outputPlane, CInt(clamping: min(room, owed - produced)), &inputPlane, frames)
                         if made < 0 { return made }
                         produced += Int(made)
                         frames = 0
@@ -167,23 +171,23 @@ final class SwresampleEngine: ResamplerEngine {
                 return 0
             }
         }
-        if status >= 0 && owed > produced { status = swr_drop_output(context, CInt(clamping: owed - produced)) }
+        if status >= 0 && owed > produced { status = library.dropOutput(context, CInt(clamping: owed - produced)) }
         return min(status, 0)
     }
 
     private func set(_ option: String, _ value: Int) throws {
         try SwresampleStatus.check(
-            av_opt_set_int(UnsafeMutableRawPointer(context), option, Int64(value), 0), "set \(option) to \(value)")
+            library.setInteger(UnsafeMutableRawPointer(context), option, Int64(value), 0), "set \(option) to \(value)")
     }
 
     private func set(_ option: String, _ value: Double) throws {
         try SwresampleStatus.check(
-            av_opt_set_double(UnsafeMutableRawPointer(context), option, value, 0), "set \(option) to \(value)")
+            library.setDouble(UnsafeMutableRawPointer(context), option, value, 0), "set \(option) to \(value)")
     }
 
     deinit {
         var context: OpaquePointer? = context
-        swr_free(&context)
+        library.free(&context)
     }
 
     func convert(
@@ -197,12 +201,12 @@ final class SwresampleEngine: ResamplerEngine {
         let capacity = CInt(clamping: outputCapacity)
         guard let input else {
             // A null input flushes: the filter's tail, then 0 once drained.
-            let made = swr_convert(context, &outputPlane, capacity, nil, 0)
+            let made = library.convert(context, &outputPlane, capacity, nil, 0)
             return (0, made > 0 ? min(Int(made), outputCapacity) : 0)
         }
         let frames = CInt(clamping: max(0, inputFrames))
         var inputPlane: UnsafePointer<UInt8>? = UnsafeRawPointer(input).assumingMemoryBound(to: UInt8.self)
-        let made = swr_convert(context, &outputPlane, capacity, &inputPlane, frames)
+        let made = library.convert(context, &outputPlane, capacity, &inputPlane, frames)
         guard made >= 0 else { return (0, 0) }
         return (Int(frames), min(Int(made), outputCapacity))
     }
@@ -213,7 +217,7 @@ final class SwresampleEngine: ResamplerEngine {
 
     func clear(ratio: Double) {
         // swr_init drops every buffered sample and the flushed state, keeping the options.
-        broken = swr_init(context) < 0 || warmUp(channelCount: channelCount) < 0
+        broken = library.initialize(context) < 0 || warmUp(channelCount: channelCount) < 0
     }
 
     var clearKeepsBuffers: Bool { false }
