@@ -6,17 +6,12 @@ import Synchronization
 import SpoolCore
 
 /// A device's render thread: a POSIX thread that asks for `SCHED_FIFO` real-time priority
-/// (and carries on at normal priority, silently, where the system refuses it) and runs one
-/// body until that body returns.
+/// (`RenderPriority`; it carries on at normal priority, silently, where the system refuses it)
+/// and runs one body until that body returns.
 ///
 /// The body runs its own loop and reads `shouldStop` between periods; `stop()` raises the flag
 /// and joins the thread, so once it returns the body has finished and will never run again.
 final class RenderThread: Sendable {
-    /// The `SCHED_FIFO` priority asked for. Modest on purpose: above every normal thread, below
-    /// the sound server's own threads and the kernel's interrupt threads (JACK uses 70+, rtkit
-    /// caps desktop clients at 20).
-    static let realTimePriority: Int32 = 10
-
     private let stopRequested = Atomic<Bool>(false)
     private let finished = Atomic<Bool>(false)
     private let realTime = Atomic<Bool>(false)
@@ -91,11 +86,7 @@ final class RenderThread: Sendable {
 
         func run() {
             Thread.current.name = name  // pthread_setname_np underneath; Glibc does not export it to Swift
-            var parameters = sched_param()
-            parameters.sched_priority = RenderThread.realTimePriority
-            // EPERM without CAP_SYS_NICE or an RLIMIT_RTPRIO: the thread simply stays at normal priority.
-            let granted = pthread_setschedparam(pthread_self(), Int32(SCHED_FIFO), &parameters) == 0
-            thread.realTime.store(granted, ordering: .relaxed)
+            thread.realTime.store(RenderPriority.requestRealTime(), ordering: .relaxed)
             body(thread)
             thread.finished.store(true, ordering: .releasing)
         }

@@ -81,7 +81,8 @@ final class PumpThread: Sendable {
 /// would take audio, on absolute deadlines of `CLOCK_MONOTONIC` (no drift). On start it
 /// renders `periodCount` periods to fill its virtual buffer, then one every period; a period
 /// rendered too late for the virtual buffer counts as an xrun and refills it, as a card would.
-/// After each period it wakes the pump, which services the sources.
+/// After each period it wakes the pump, which services the sources. The thread asks for
+/// real-time priority (`RenderPriority`).
 final class NullClock: Sendable {
     let periodFrames: Int
     let periodCount: Int
@@ -114,6 +115,9 @@ final class NullClock: Sendable {
             defer { ServiceThreads.ended(running) }
             threadID.store(UInt(pthread_self()), ordering: .releasing)
             Thread.current.name = "spool-al-null"
+            // The mixer of this device: real-time, as the queue engine's render thread and as
+            // OpenAL Soft's own mixer thread on a sound card.
+            RenderPriority.requestRealTime()
             run(device: { device })
         }
         thread.start()
