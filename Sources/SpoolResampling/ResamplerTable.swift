@@ -84,7 +84,7 @@ public enum AliasingMeasure: String, Sendable, Codable {
 
 /// One row of the resampler table: one converter kind at one conversion and channel count.
 public struct ResamplerTableRow: Sendable {
-    /// The converter measured; `nil` for a peer's (`measurePeerResamplerRow`).
+    /// The converter measured; `nil` for a peer's (`measureResamplerQuality(converting:…)`).
     public var kind: RateConverterKind?
     /// Its table name, e.g. `libspeexdsp q3`.
     public var name: String
@@ -169,18 +169,10 @@ public func measureResamplerRow(
     return row
 }
 
-/// A row for a converter outside the kinds (OpenAL Soft's resamplers), measured as the kinds
-/// are: the same tones and aliasing tone through `convert`. Quality only (`framesPerSecond` 0):
-/// a peer's speed is timed where it does its real work (`spool bench mix`).
-/// - Throws: What `convert` throws.
-public func measurePeerResamplerRow(
-    name: String, conversion: RateConversion, channelCount: Int, converting convert: RateConversionFunction
-) throws -> ResamplerTableRow {
-    try measureResamplerQuality(converting: convert, name: name, conversion: conversion, channelCount: channelCount)
-}
-
 /// The quality figures of one row for any conversion (speed 0, no kind): SNR on both tones,
-/// aliasing or imaging, frequency error.
+/// aliasing or imaging, frequency error. Also the row of a converter outside the kinds
+/// (OpenAL Soft's resamplers), measured as the kinds are; a peer's speed is timed where it does
+/// its real work (`spool bench mix`).
 /// - Throws: What `convert` throws.
 public func measureResamplerQuality(
     converting convert: RateConversionFunction, name: String, conversion: RateConversion, channelCount: Int

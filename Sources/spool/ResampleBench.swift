@@ -95,11 +95,11 @@ enum ResampleBench {
             for resampler in peers {
                 for conversion in RateConversion.benchmarked {
                     for channelCount in [1, 2] {
-                        let row = try measurePeerResamplerRow(
-                            name: "OpenAL Soft \(resampler)", conversion: conversion, channelCount: channelCount
-                        ) { input, channels, from, to in
-                            try OpenALSoftPeer.convert(input, channelCount: channels, from: from, to: to, resampler: resampler)
-                        }
+                        let row = try measureResamplerQuality(
+                            converting: { input, channels, from, to in
+                                try OpenALSoftPeer.convert(input, channelCount: channels, from: from, to: to, resampler: resampler)
+                            },
+                            name: "OpenAL Soft \(resampler)", conversion: conversion, channelCount: channelCount)
                         add(row, id: "openal-soft:\(resampler.name)")
                     }
                 }

@@ -5,18 +5,21 @@ import Testing
 /// JSON carries the same figures with the fields the quality levels are chosen by.
 @Suite("Resample benchmark output")
 struct ResampleBenchOutputTests {
-    @Test func everyConversionMonoAndStereoForEachResamplerAsked() throws {
+    /// `spool bench resample ARGUMENTS… --json PATH`: what it printed and its JSON rows.
+    static func bench(_ arguments: [String]) throws -> (result: Tool.Result, rows: [[String: Any]]) {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("spool-bench-\(UUID())")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
         let json = dir.appendingPathComponent("resample.json").path
-        let result = try Tool.run([
-            "bench", "resample", "--resamplers", "speexQ0,linear", "--seconds", "0.05", "--repeats", "1", "--no-peer",
-            "--json", json,
-        ])
+        let result = try Tool.run(["bench", "resample"] + arguments + ["--json", json])
         #expect(result.status == 0, "\(result.stderr)")
         let rows = try #require(
             try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: json))) as? [[String: Any]])
+        return (result, rows)
+    }
+
+    @Test func everyConversionMonoAndStereoForEachResamplerAsked() throws {
+        let (result, rows) = try Self.bench(["--resamplers", "speexQ0,linear", "--seconds", "0.05", "--repeats", "1", "--no-peer"])
         #expect(rows.count == 2 * 5 * 2)
         let conversions: Set<[Double]> = [[44_100, 48_000], [48_000, 44_100], [22_050, 48_000], [32_000, 48_000], [16_000, 48_000]]
         for id in ["speexQ0", "linear"] {
@@ -48,17 +51,7 @@ struct ResampleBenchOutputTests {
     }
 
     @Test func openALSoftsResamplersFollowMeasuredTheSameWayQualityOnly() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("spool-bench-\(UUID())")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let json = dir.appendingPathComponent("resample.json").path
-        let result = try Tool.run([
-            "bench", "resample", "--resamplers", "swrFilter16", "--peers", "linear", "--seconds", "0.05", "--repeats", "1",
-            "--json", json,
-        ])
-        #expect(result.status == 0, "\(result.stderr)")
-        let rows = try #require(
-            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: json))) as? [[String: Any]])
+        let (result, rows) = try Self.bench(["--resamplers", "swrFilter16", "--peers", "linear", "--seconds", "0.05", "--repeats", "1"])
         #expect(rows.count == 2 * 5 * 2)
         let fast = rows.filter { $0["id"] as? String == "swrFilter16" }
         #expect(fast.count == 10 && fast.allSatisfy { $0["quality"] as? String == "fast" && $0["engineUse"] as? String == "rate 1 at fast" })
