@@ -84,13 +84,14 @@ struct PauseResumeTests {
                     "across the pause the position moved \(pause.advance) source frames, \((pause.advance / step - 1).rounded()) output frames skipped",
                     sourceLocation: sourceLocation)
         }
-        if let knownIssue { withKnownIssue(knownIssue, join) } else { join() }
+        if let knownIssue { withKnownIssue(knownIssue, isIntermittent: true, join) } else { join() }
     }
 
     /// OpenAL Soft glides a gain change over the next mix and Spool pauses the source at the
     /// pump's next pass once that mix is surely done; on a real-time device the mixer carries
     /// on in between, so what it mixed at gain 0 after the glide (here one 256-frame period)
-    /// is skipped when the voice resumes.
+    /// is skipped when the voice resumes. Intermittent: when the pump's pass lands before the
+    /// mixer's next update (as it did under AddressSanitizer in CI), nothing is lost.
     static let openALPauseSkipsTheSilentMix: Comment =
         "OpenAL on a real-time device: the frames mixed at gain 0 between the fade's end and alSourcePause are lost on resume"
 
