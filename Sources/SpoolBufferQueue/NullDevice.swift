@@ -52,6 +52,10 @@ public final class NullDevice: OutputDevice {
     /// Times the render thread woke too late for the virtual buffer and refilled it.
     public var xrunCount: Int { events.xrunCount }
 
+    /// What its periods' renders cost, and which late periods were the machine's stalls
+    /// rather than the renderer's overruns.
+    public let renderLoad = RenderLoad()
+
     /// Whether the render thread runs (or last ran) with `SCHED_FIFO` priority; false before
     /// the first start and where the system refuses real-time scheduling.
     public var isRealTime: Bool { state.withLock { $0?.isRealTime } ?? lastRealTime.load(ordering: .relaxed) }
@@ -71,7 +75,7 @@ public final class NullDevice: OutputDevice {
                 running.stop()
             }
             let loop = NullRenderLoop(format: format, periodFrames: periodFrames, periodCount: periodCount,
-                                      renderer: renderer, clock: clock, events: events)
+                                      renderer: renderer, clock: clock, events: events, load: renderLoad)
             let startTime = HostTime.now()
             thread = try RenderThread.start(name: "spool-null") { loop.run(on: $0, startTime: startTime) }
         }
@@ -123,15 +127,17 @@ private final class NullRenderLoop: Sendable {
     let renderer: any AudioRenderer
     let clock: VirtualClock
     let events: RenderThread.EventRelay
+    let load: RenderLoad
 
     init(format: AudioFormat, periodFrames: Int, periodCount: Int, renderer: any AudioRenderer,
-         clock: VirtualClock, events: RenderThread.EventRelay) {
+         clock: VirtualClock, events: RenderThread.EventRelay, load: RenderLoad) {
         self.format = format
         self.periodFrames = periodFrames
         self.periodCount = periodCount
         self.renderer = renderer
         self.clock = clock
         self.events = events
+        self.load = load
     }
 
     func run(on thread: RenderThread, startTime: UInt64) {
@@ -146,9 +152,13 @@ private final class NullRenderLoop: Sendable {
         func hostTime(ofFrame frame: Int64) -> UInt64 {
             anchorTime &+ UInt64((Double(frame - anchorFrame) * nanosecondsPerFrame).rounded())
         }
+        let periodNanoseconds = Int((Double(periodFrames) * nanosecondsPerFrame).rounded())
+        var overranSinceWake = false
         func renderPeriod() {
-            renderer.render(into: buffer, frames: periodFrames,
-                            timestamp: RenderTimestamp(sampleTime: renderedFrames, hostTime: hostTime(ofFrame: renderedFrames)))
+            let timestamp = RenderTimestamp(sampleTime: renderedFrames, hostTime: hostTime(ofFrame: renderedFrames))
+            if load.measure(periodNanoseconds: periodNanoseconds, {
+                renderer.render(into: buffer, frames: periodFrames, timestamp: timestamp)
+            }) { overranSinceWake = true }
             renderedFrames += Int64(periodFrames)
         }
         let period = Int64(periodFrames)
@@ -167,8 +177,10 @@ private final class NullRenderLoop: Sendable {
                 // Woke after the virtual buffer ran dry: restart it from now, as a device does after an xrun.
                 anchorTime = now
                 anchorFrame = renderedFrames
+                load.late(afterOverrun: overranSinceWake)
                 events.reportXrun()
             }
+            overranSinceWake = false
         }
     }
 }

@@ -93,6 +93,9 @@ final class NullClock: Sendable {
     /// Host time at which everything rendered so far will have been played; 0 when stopped.
     private let drainTime = Atomic<UInt64>(0)
     private let xruns = Atomic<Int>(0)
+    /// What its periods' renders cost (`alcRenderSamplesSOFT`: OpenAL Soft's whole mix), and
+    /// which late periods were stalls.
+    let load = RenderLoad()
 
     init(periodFrames: Int, periodCount: Int, sampleRate: Double) {
         self.periodFrames = periodFrames
@@ -141,13 +144,17 @@ final class NullClock: Sendable {
             anchorTime &+ UInt64((Double(frame - anchorFrame) * nanosecondsPerFrame).rounded())
         }
         let period = Int64(periodFrames)
+        let periodNanoseconds = Int((Double(periodFrames) * nanosecondsPerFrame).rounded())
+        var overranSinceWake = false
         while !stopped.load(ordering: .acquiring) {
             // Holds the device only while rendering, so it can go away between periods.
             let alive: Bool = {
                 guard let device = device() else { return false }
                 let periods = rendered == anchorFrame ? periodCount : 1  // fill the virtual buffer first
                 for _ in 0..<periods {
-                    device.renderToNowhere(buffer, frames: periodFrames)
+                    if load.measure(periodNanoseconds: periodNanoseconds, {
+                        device.renderToNowhere(buffer, frames: periodFrames)
+                    }) { overranSinceWake = true }
                     rendered += period
                 }
                 device.pump.wake()
@@ -161,8 +168,10 @@ final class NullClock: Sendable {
             if now >= hostTime(ofFrame: rendered) {
                 anchorTime = now
                 anchorFrame = rendered
+                load.late(afterOverrun: overranSinceWake)
                 xruns.add(1, ordering: .relaxed)
             }
+            overranSinceWake = false
         }
         drainTime.store(0, ordering: .relaxed)
     }

@@ -333,6 +333,10 @@ public final class OpenALDevice: Sendable {
     /// Times the null device's thread woke too late and restarted its virtual buffer.
     public var xrunCount: Int { clock?.xrunCount ?? 0 }
 
+    /// What the null device's periods cost OpenAL Soft's mixer, and which late periods were
+    /// the machine's stalls rather than its overruns; nil on other devices.
+    public var renderLoad: RenderLoad? { clock?.load }
+
     /// Sets what to call, on the pump thread (or a loopback device's rendering thread), when
     /// the device is lost (`OutputDeviceEvent.deviceLost`).
     /// - Parameter handler: The handler, or `nil` to stop listening.

@@ -133,12 +133,13 @@ public enum OpenALSoftPeer {
     /// `sourceRate`) in real time on the null device for `seconds`, refilled by a thread of
     /// their own every half period, as OpenAL streaming code does: whether OpenAL Soft keeps
     /// up with that many voices.
-    /// - Returns: The periods the null device's clock rendered too late (xruns), the sources
-    ///   that ran dry (OpenAL stops a source whose queue runs out), and their sum.
+    /// - Returns: The sources that ran dry (OpenAL stops a source whose queue runs out), the
+    ///   periods the null device's clock rendered too late (xruns), and what OpenAL Soft's
+    ///   mixes cost (`alcRenderSamplesSOFT` timed on the clock's thread).
     /// - Throws: `.invalidParameter` for a count out of range; device and AL errors.
     public static func playInRealTime(voices: Int, seconds: Double, configuration: OutputConfiguration,
                                       sourceRate: Double, channelCount: Int = 2, convertedShare: Double = 1,
-                                      resampler: Resampler) throws -> (late: Int, dry: Int, total: Int) {
+                                      resampler: Resampler) throws -> RealTimeRun {
         guard (1...OpenALDevice.defaultSourceLimit).contains(voices), seconds.isFinite, seconds > 0 else {
             throw AudioError(.invalidParameter, "the OpenAL Soft run needs 1...\(OpenALDevice.defaultSourceLimit) voices and a positive duration")
         }
@@ -150,7 +151,8 @@ public enum OpenALSoftPeer {
             + sines(voices - converted, rate: deviceRate, channels: channelCount)
         let streams = try Streams(device: device, tones: tones, resampler: resampler)
         defer { streams.delete() }
-        let before = device.xrunCount
+        let before = device.xrunCount, loadBefore = device.renderLoad?.snapshot ?? RenderLoad.Snapshot()
+        device.renderLoad?.resetPeak()
         try streams.play()
         let interval = HostTime.nanoseconds(Double(configuration.periodFrames) / deviceRate / 2)
         let deadline = HostTime.now() + HostTime.nanoseconds(seconds)
@@ -160,8 +162,8 @@ public enum OpenALSoftPeer {
             next += interval
             HostTime.sleep(until: next)
         }
-        let late = device.xrunCount - before, dry = try streams.stoppedCount()
-        return (late, dry, late + dry)
+        return RealTimeRun(dry: try streams.stoppedCount(), late: device.xrunCount - before,
+                           load: (device.renderLoad?.snapshot ?? RenderLoad.Snapshot()).since(loadBefore))
     }
 
     /// One-second sines of 220 + 55·(k mod 32) Hz, amplitude 0.5.

@@ -9,10 +9,14 @@ import SpoolResampling
 /// plain sources with its matching resampler in the same run.
 ///
 /// A count passes when, after a second's settling, the S seconds that follow have no voice
-/// underrun (the queue's and Spool's OpenAL voices count them) and no period the null device
-/// rendered late (its xruns), at the first try or the second. The search doubles the count
-/// until one fails, then halves the interval between the last pass and the first failure down
-/// to one voice (or 2 % of it).
+/// underrun (the queue's and Spool's OpenAL voices count them, OpenAL Soft's stopped sources
+/// are counted for it) and no late period the mixer caused, at the first try or the second.
+/// Each null device times its renders on its own thread's CPU clock (`RenderLoad`): a period
+/// that comes late with every render since the previous one under its period's duration in
+/// CPU time is a stall of the machine (the thread was not run in time), counted and shown but
+/// not held against the mixer; one after a render that overran is the mixer's. The search
+/// doubles the count until one fails, then halves the interval between the last pass and the
+/// first failure down to one voice (or 2 % of it).
 enum CapacityBench {
     struct Row: Codable {
         let backend: String
@@ -23,6 +27,12 @@ enum CapacityBench {
         /// The first count that failed (nil: the most the back-end mixes, or `--max`, passed).
         let failedAt: Int?
         let seconds: Double
+        /// Late periods in the passing runs at `voices` that were the machine's stalls.
+        let stalls: Int
+        /// The most CPU time one period's mix took at `voices`, as a share of the period.
+        let peakLoad: Double
+        /// The mixes' CPU time at `voices`, as a share of the audio they made.
+        let meanLoad: Double
         let periodFrames: Int
         let periodCount: Int
         var kind = "observed"
@@ -46,42 +56,50 @@ enum CapacityBench {
         for quality in levels {
             for backend in backends {
                 let resampler: String
-                let trial: (Int) throws -> Bool
+                let trial: (Int) throws -> RealTimeRun?
                 switch backend {
                 case "openal-soft":
                     let peer = try OpenALSoftPeer.resampler(named: MixBench.peerResampler[quality] ?? "linear")
                     resampler = peer.description
                     // OpenAL Soft has 256 sources: more cannot be asked of it.
                     trial = { voices in
-                        guard voices <= OpenALDevice.defaultSourceLimit else { return false }
-                        let failures = try OpenALSoftPeer.playInRealTime(voices: voices, seconds: seconds + 1,
-                                                                         configuration: configuration, sourceRate: 44_100,
-                                                                         resampler: peer)
-                        if failures.total > 0 {
-                            printError("spool: openal-soft \(quality), \(voices) voices: \(failures.dry) sources ran dry, "
-                                       + "\(failures.late) late periods")
-                        }
-                        return failures.total == 0
+                        guard voices <= OpenALDevice.defaultSourceLimit else { return nil }
+                        return try OpenALSoftPeer.playInRealTime(voices: voices, seconds: seconds + 1,
+                                                                 configuration: configuration, sourceRate: 44_100,
+                                                                 resampler: peer)
                     }
                 default:
                     resampler = "\(QueueResampler.fixedKind(quality))"
-                    trial = { voices in try sustains(backend: backend, voices: voices, quality: quality, tone: tone, seconds: seconds) }
+                    trial = { voices in try run(backend: backend, voices: voices, quality: quality, tone: tone, seconds: seconds) }
                 }
                 // Each back-end mixes at most 256 voices (the queue engine's queues, OpenAL Soft's sources).
                 let limit = backend == "queue" ? QueueEngine.maximumQueues : OpenALDevice.defaultSourceLimit
-                let (passed, failed) = try search(maximum: min(maximum, limit), trial)
+                let found = try search(maximum: min(maximum, limit)) { voices in
+                    guard let run = try trial(voices) else { return nil }
+                    let judged = run.keptUp ? "kept up" : "fell behind"
+                    printError("spool: \(backend) \(quality), \(voices) voices: \(judged); \(run.dry) underruns, "
+                               + "\(run.late) late periods (\(run.load.stalls) stalls), \(run.load.overruns) overruns, "
+                               + String(format: "peak load %.2f, mean %.3f", run.load.peakLoad, run.load.meanLoad))
+                    return run
+                }
+                let (passed, failed) = (found.passed, found.failed)
+                let at = found.passedRuns
                 let row = Row(backend: backend, quality: quality.rawValue, resampler: resampler, voices: passed, failedAt: failed,
-                              seconds: seconds, periodFrames: configuration.periodFrames, periodCount: configuration.periodCount)
+                              seconds: seconds, stalls: at.reduce(0) { $0 + $1.load.stalls },
+                              peakLoad: at.map(\.load.peakLoad).max() ?? 0, meanLoad: at.last?.load.meanLoad ?? 0,
+                              periodFrames: configuration.periodFrames, periodCount: configuration.periodCount)
                 printError("spool: \(backend) \(quality): \(passed) voices" + (failed.map { " (\($0) failed)" } ?? ""))
                 rows.append(row)
             }
         }
         print("voices sustained in real time, each a 44.1 kHz stereo sine converted to 48 kHz, on the null device at "
-              + "\(configuration.periodFrames) × \(configuration.periodCount) frames; no underrun or late period over "
-              + "\(String(format: "%g", seconds)) s; observed")
-        print(BenchCommand.table(["backend", "quality", "resampler", "voices", "first failing"], rows.map { r in
+              + "\(configuration.periodFrames) × \(configuration.periodCount) frames; no underrun and no late period after "
+              + "an overrun over \(String(format: "%g", seconds)) s (stalls: late periods with every render inside its period, "
+              + "the machine's); load: a period's mix in CPU time over its duration, at that count; observed")
+        print(BenchCommand.table(["backend", "quality", "resampler", "voices", "first failing", "stalls", "peak load", "mean load"],
+                                 rows.map { r in
             [r.backend, r.quality, r.resampler, r.failedAt == nil ? "≥ \(r.voices) (all)" : "\(r.voices)",
-             r.failedAt.map { "\($0)" } ?? "—"]
+             r.failedAt.map { "\($0)" } ?? "—", "\(r.stalls)", String(format: "%.2f", r.peakLoad), String(format: "%.3f", r.meanLoad)]
         }))
         for quality in levels {
             let of = rows.filter { $0.quality == quality.rawValue }
@@ -94,18 +112,32 @@ enum CapacityBench {
         if let json = args.string("json") { try BenchCommand.writeJSON(rows, to: json) }
     }
 
-    /// The largest count `trial` passes, doubling from 8 then bisecting. A count fails only
-    /// when it fails twice running: a lone late period comes from the machine's scheduling
-    /// now and then whatever the load, an overload fails every time.
-    /// - Returns: That count (0 when even one fails), and the first count that failed.
-    static func search(maximum: Int, _ once: (Int) throws -> Bool) throws -> (passed: Int, failed: Int?) {
-        func trial(_ count: Int) throws -> Bool { try once(count) || once(count) }
+    /// The largest count whose run keeps up, doubling from 8 then bisecting; `once` returns nil
+    /// for a count the back-end cannot mix at all. A count fails only when it fails twice
+    /// running: a source can run dry when the machine stalls a feeder or a pump whatever the
+    /// load, an overload fails every time.
+    /// - Returns: That count (0 when even one fails), the first count that failed, and the
+    ///   passing count's runs (both, when its first try failed).
+    static func search(maximum: Int, _ once: (Int) throws -> RealTimeRun?) throws
+        -> (passed: Int, failed: Int?, passedRuns: [RealTimeRun]) {
+        /// The runs of a count, and whether one of them kept up.
+        func trial(_ count: Int) throws -> (kept: Bool, runs: [RealTimeRun]) {
+            var runs: [RealTimeRun] = []
+            for _ in 0..<2 {
+                guard let run = try once(count) else { break }
+                runs.append(run)
+                if run.keptUp { return (true, runs) }
+            }
+            return (false, runs)
+        }
         var passed = 0
+        var runsAtPassed: [RealTimeRun] = []
         var failed: Int?
         var count = min(8, maximum)
         while failed == nil {
-            if try trial(count) {
-                passed = count
+            let outcome = try trial(count)
+            if outcome.kept {
+                (passed, runsAtPassed) = (count, outcome.runs)
                 if count == maximum { break }
                 count = min(maximum, count * 2)
             } else {
@@ -114,17 +146,20 @@ enum CapacityBench {
         }
         while let high = failed, high - passed > max(1, passed / 50) {
             let middle = (passed + high) / 2
-            if try trial(middle) { passed = middle } else { failed = middle }
+            let outcome = try trial(middle)
+            if outcome.kept { (passed, runsAtPassed) = (middle, outcome.runs) } else { failed = middle }
         }
-        return (passed, failed)
+        return (passed, failed, runsAtPassed)
     }
 
-    /// Whether `voices` voices of `backend` play `seconds` on the null device with no underrun
-    /// and no late period, after a second's settling.
-    static func sustains(backend name: String, voices: Int, quality: ResamplingQuality, tone: PCMBuffer,
-                         seconds: Double) throws -> Bool {
+    /// `voices` voices of `backend` playing `seconds` on the null device after a second's
+    /// settling: their underruns, the device's late periods and its render load; nil when the
+    /// back-end cannot make that many voices.
+    static func run(backend name: String, voices: Int, quality: ResamplingQuality, tone: PCMBuffer,
+                    seconds: Double) throws -> RealTimeRun? {
         let backend: any PlaybackBackend
         let xruns: () -> Int
+        let load: RenderLoad
         switch name {
         case "queue":
             let device = try NullDevice(configuration: configuration)
@@ -132,17 +167,19 @@ enum CapacityBench {
             queue.engine.resamplingQuality = quality
             backend = queue
             xruns = { device.xrunCount }
+            load = device.renderLoad
         default:
             let openAL = try OpenALBackend(.null(configuration))
             openAL.resamplingQuality = quality
             backend = openAL
             xruns = { openAL.device.xrunCount }
+            load = openAL.device.renderLoad ?? RenderLoad()
         }
         defer { (backend as? OpenALBackend)?.device.close() }
         var feeders: [VoiceFeeder] = []
         for _ in 0..<voices {
             let voice: any PlaybackVoice
-            do { voice = try backend.makeVoice(format: tone.format, quality: quality) } catch { return false }
+            do { voice = try backend.makeVoice(format: tone.format, quality: quality) } catch { return nil }
             try voice.setVolume(1 / Float(voices), rampSeconds: 0)
             let feeder = try VoiceFeeder(voice: voice, source: .buffer(tone), bufferFrames: 4096, buffersAhead: 3,
                                          numberOfLoops: -1)
@@ -153,12 +190,10 @@ enum CapacityBench {
         defer { for feeder in feeders { feeder.voice.dispose() } }
         Thread.sleep(forTimeInterval: 1)
         let underrunsBefore = feeders.reduce(0) { $0 + $1.voice.underrunCount }, xrunsBefore = xruns()
+        let loadBefore = load.snapshot
+        load.resetPeak()
         Thread.sleep(forTimeInterval: seconds)
-        let underruns = feeders.reduce(0) { $0 + $1.voice.underrunCount } - underrunsBefore
-        let late = xruns() - xrunsBefore
-        if underruns > 0 || late > 0 {
-            printError("spool: \(name) \(quality), \(voices) voices: \(underruns) underruns, \(late) late periods")
-        }
-        return underruns == 0 && late == 0
+        return RealTimeRun(dry: feeders.reduce(0) { $0 + $1.voice.underrunCount } - underrunsBefore,
+                           late: xruns() - xrunsBefore, load: load.snapshot.since(loadBefore))
     }
 }

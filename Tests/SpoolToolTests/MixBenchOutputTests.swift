@@ -1,4 +1,5 @@
 import Foundation
+import SpoolCore
 import Testing
 @testable import spool
 import Spool
@@ -60,17 +61,45 @@ struct MixBenchOutputTests {
         }
     }
 
+    /// A run that kept up (nothing dry, no late period) or fell behind (one source ran dry).
+    static func run(keptUp: Bool) -> RealTimeRun {
+        RealTimeRun(dry: keptUp ? 0 : 1, late: 0, load: RenderLoad.Snapshot())
+    }
+
     @Test func theCapacitySearchFindsTheLargestCountThatPasses() throws {
         var tried: [Int] = []
         let found = try CapacityBench.search(maximum: 1024) { count in
             tried.append(count)
-            return count <= 37
+            return Self.run(keptUp: count <= 37)
         }
         #expect(found.passed == 37 && found.failed == 38, "\(found), tried \(tried)")
         #expect(Array(tried.prefix(6)) == [8, 16, 32, 64, 64, 48], "doubling first, a failure tried twice: \(tried)")
-        let all = try CapacityBench.search(maximum: 16) { _ in true }
+        let all = try CapacityBench.search(maximum: 16) { _ in Self.run(keptUp: true) }
         #expect(all.passed == 16 && all.failed == nil, "\(all)")
-        let none = try CapacityBench.search(maximum: 64) { _ in false }
-        #expect(none.passed == 0 && none.failed == 1, "\(none)")
+        let none = try CapacityBench.search(maximum: 64) { _ in Self.run(keptUp: false) }
+        #expect(none.passed == 0 && none.failed == 1 && none.passedRuns.isEmpty, "\(none)")
+        let unmixable = try CapacityBench.search(maximum: 64) { count in count <= 20 ? Self.run(keptUp: true) : nil }
+        #expect(unmixable.passed == 20 && unmixable.failed == 21, "\(unmixable)")
+    }
+
+    @Test func aCountThatPassesOnItsSecondTryKeepsBothRuns() throws {
+        var tries: [Int: Int] = [:]
+        let found = try CapacityBench.search(maximum: 8) { count in
+            tries[count, default: 0] += 1
+            return Self.run(keptUp: tries[count] == 2)
+        }
+        #expect(found.passed == 8 && found.passedRuns.count == 2 && !found.passedRuns[0].keptUp, "\(found)")
+    }
+
+    @Test func aLatePeriodIsTheMixersOnlyAfterAnOverrun() {
+        var load = RenderLoad.Snapshot()
+        load.stalls = 2
+        load.overruns = 1
+        let stalled = RealTimeRun(dry: 0, late: 2, load: load)
+        #expect(stalled.keptUp && stalled.lateFromOverruns == 0, "two late periods, both stalls")
+        let behind = RealTimeRun(dry: 0, late: 3, load: load)
+        #expect(!behind.keptUp && behind.lateFromOverruns == 1, "one late period after an overrun")
+        let dry = RealTimeRun(dry: 1, late: 0, load: RenderLoad.Snapshot())
+        #expect(!dry.keptUp, "a source ran dry")
     }
 }
