@@ -21,7 +21,7 @@ import Synchronization
 /// and drops frames at the end. So OpenAL only ever sees audio at the device's rate with
 /// `AL_PITCH` at 1, which it copies: both back-ends play the same samples, every source
 /// frame, and varispeed is exact in frames too. A playback rate change is heard once the
-/// audio already converted (`leadFrames`, three mixer updates) has played.
+/// audio already converted (`leadFrames`, three or four mixer updates) has played.
 ///
 /// **Underruns.** When the source has too little audio for the converter to run without
 /// reading past it, the voice waits for more; when OpenAL would otherwise run dry, it plays
@@ -52,7 +52,10 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
     let lane: ConversionLane
     /// Device frames per OpenAL buffer: one mixer update (64 to 4096).
     let chunkFrames: Int
-    /// Converted frames kept queued ahead of OpenAL's mixer: three mixer updates.
+    /// Converted frames kept queued ahead of OpenAL's mixer: three mixer updates where the
+    /// program renders on demand; on a device mixing in real time, one update more than the
+    /// device holds (three when it does not say), since it refills its whole buffer at once
+    /// after a late period and the pump runs only after that.
     let leadFrames: Int
     /// With fewer frames than this queued ahead, OpenAL's next mix would run dry: one update,
     /// and on a device mixing in real time what plays between two pump passes.
@@ -157,7 +160,7 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
         self.format = format
         self.priority = priority
         chunkFrames = min(4096, max(64, device.updateFrames))
-        leadFrames = 3 * chunkFrames
+        leadFrames = (device.rendersOnDemand ? 3 : max(3, (device.periodCount ?? 3) + 1)) * chunkFrames
         let pumpFrames = device.rendersOnDemand ? 0 : Int(device.format.sampleRate * 0.012)
         dryFrames = chunkFrames + pumpFrames
         lane = try ConversionLane(format: format, deviceRate: device.format.sampleRate, chunkFrames: chunkFrames,
