@@ -16,16 +16,11 @@ extension OpenALStreamingSource {
             if let due = st.scheduledStart, due <= step.heardHostTime {
                 st.scheduledStart = nil
             }
-            if let fade = st.fade, fade.isOver(clock: step.clock) {
+            if let fade = st.fade {
                 if fade.stopping {
-                    stopNow(&st, source: source, report: .stopped)
+                    if fade.isOver(clock: step.clock) { stopNow(&st, source: source, report: .stopped) }
                 } else {
-                    st.fade = nil
-                    if st.playingInAL { reclaim(&st, source: source) }
-                    if st.playingInAL {
-                        alSourcePause(source)
-                        st.playingInAL = false
-                    }
+                    finishPauseFade(&st, source: source, force: fade.isOver(clock: step.clock))
                 }
             }
             try? feed(&st, source: source, mayPad: true)
@@ -202,6 +197,7 @@ extension OpenALStreamingSource {
         for entry in st.queued.prefix(count) {
             st.playedFrames = entry.readAfter
             st.freeNames.append(entry.name)
+            st.unqueuedFrames += entry.frames
         }
         st.queued.removeFirst(count)
     }
@@ -227,9 +223,73 @@ extension OpenALStreamingSource {
     func fadeOut(_ st: inout State, source: UInt32, stopping: Bool) {
         st.parameters.muted = true
         st.parameters.applyGain(to: source)
-        st.fade = Fade(stopping: stopping, until: device.clockNanoseconds() + device.settleNanoseconds,
-                       hostDeadline: device.rendersOnDemand ? nil
-                           : HostTime.now() + UInt64(2 * device.settleNanoseconds) + HostTime.nanoseconds(0.05))
+        var fade = Fade(stopping: stopping, until: device.clockNanoseconds() + device.settleNanoseconds,
+                        hostDeadline: device.rendersOnDemand ? nil
+                            : HostTime.now() + UInt64(2 * device.settleNanoseconds) + HostTime.nanoseconds(0.05))
+        if !stopping, let now = Self.offsetAndClock(source) {
+            // Read after the change: a mix that began before it did not take it, and the read
+            // waits that mix out, so the glide is the next mix after this clock. (A mix that
+            // began between the change and the read took it and is waited out too: then the
+            // glide is already over, and the pause loses that one mix, never plays it twice.)
+            fade.glideClock = now.clock
+            fade.glideEnd = st.unqueuedFrames + now.offset + device.updateFrames
+        }
+        st.fade = fade
+    }
+
+    /// Pauses a source whose pause fade has glided to silence (`alSourcePause`), or, with
+    /// `force`, whose fade has run its time; returns whether it did. Where the mixer went on
+    /// past the glide at gain 0 before this pass, the paused source is moved back to the
+    /// glide's end (`AL_SAMPLE_OFFSET`), so that the resume loses none of those frames.
+    ///
+    /// The glide's end is the offset read in this pass once the clock has moved past the
+    /// glide: exact when no further mix came in between. On the devices Spool renders itself
+    /// one update at a time (null, loopback) each mix is at most one update, so it is no later
+    /// than one update past the offset read at the change, which is exact however late the
+    /// pass. On a sound server a mix is one update or more, so only the offset read here
+    /// is sure not to land inside the glide (which would play its frames twice).
+    @discardableResult
+    func finishPauseFade(_ st: inout State, source: UInt32, force: Bool) -> Bool {
+        guard let fade = st.fade, !fade.stopping else { return false }
+        if st.playingInAL, Self.sourceState(source) == AL_PLAYING {
+            let now = Self.offsetAndClock(source)
+            let glided = now.flatMap { now in fade.glideClock.map { now.clock > $0 } } ?? false
+            guard glided || force else { return false }
+            alSourcePause(source)
+            if glided, let now {
+                var end = st.unqueuedFrames + now.offset
+                if device.rendersBySpool, let estimate = fade.glideEnd { end = min(end, estimate) }
+                rewindPaused(&st, source: source, toQueuedFrame: end)
+            }
+        }
+        st.fade = nil
+        if st.playingInAL { reclaim(&st, source: source) }
+        st.playingInAL = false
+        return true
+    }
+
+    /// Moves a paused source back to `frame` (counted as `unqueuedFrames` counts) when its
+    /// mixer is past it and it is still queued.
+    private func rewindPaused(_ st: inout State, source: UInt32, toQueuedFrame frame: Int) {
+        var paused: Int32 = 0
+        alGetSourcei(source, AL_SAMPLE_OFFSET, &paused)
+        guard OpenALStatus.al().isSuccess else { return }
+        let target = frame - st.unqueuedFrames
+        guard target >= 0, target < Int(paused), let value = Int32(exactly: target) else { return }
+        alSourcei(source, AL_SAMPLE_OFFSET, value)
+        _ = alGetError()
+    }
+
+    /// The source's offset into its queue in frames and the device clock in nanoseconds, read
+    /// together (`AL_SAMPLE_OFFSET_CLOCK_SOFT`, which waits out a mix in progress).
+    static func offsetAndClock(_ source: UInt32) -> (offset: Int, clock: Int64)? {
+        var values: (Int64, Int64) = (0, 0)
+        withUnsafeMutableBytes(of: &values) { raw in
+            alGetSourcei64vSOFT(source, AL_SAMPLE_OFFSET_CLOCK_SOFT, raw.baseAddress?.assumingMemoryBound(to: Int64.self))
+        }
+        guard OpenALStatus.al().isSuccess, values.0 >= 0 else { return nil }
+        // The offset comes in 32.32 fixed point.
+        return (Int(values.0 >> 32), values.1)
     }
 
     /// Stops the source now (`alSourceStop`) and drops the converted audio on it; the voice
@@ -265,6 +325,7 @@ extension OpenALStreamingSource {
                 st.freeNames += st.queued.map(\.name)
             }
         }
+        st.unqueuedFrames += st.queued.reduce(0) { $0 + $1.frames }
         st.queued = []
         st.playingInAL = false
     }

@@ -35,7 +35,10 @@ import Synchronization
 ///
 /// **Fades.** OpenAL Soft 1.19 stops and pauses a source at once, mid-waveform. So `pause()`
 /// and `stop(immediately: true)` first set its gain to 0, which OpenAL glides over one mixer
-/// update, and pause or stop it at the next pump pass after that update has been mixed.
+/// update, and pause or stop it at the next pump pass after that update has been mixed. A
+/// device mixing in real time may mix the source again, at gain 0, before that pass pauses
+/// it; the pause then moves the source back to where the glide ended (`AL_SAMPLE_OFFSET`),
+/// so the resume plays on from the frame after the fade, none lost and none repeated.
 public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
     /// The format of the buffers it takes.
     public let format: AudioFormat
@@ -78,10 +81,20 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
     /// `until` nanoseconds, or, on a device that mixes in real time, once the host clock
     /// passes `hostDeadline` (a mixer that has stopped asking for audio advances no clock,
     /// and plays nothing that could click).
+    ///
+    /// A pause's fade also knows when its glide is over: OpenAL Soft takes a gain change at
+    /// the start of its next mix and glides it over that mix, so once the device clock has
+    /// moved past `glideClock` (read with the source's offset right after the change, which
+    /// waits out a mix in progress) the source is silent and may be paused.
     struct Fade: Sendable {
         var stopping: Bool
         var until: Int64
         var hostDeadline: UInt64?
+        /// The device clock right after a pause's gain change; nil for a stop, or unread.
+        var glideClock: Int64?
+        /// Where the glide ends, in frames queued on the source since it was made
+        /// (`unqueuedFrames` + offset): one update past the offset read with `glideClock`.
+        var glideEnd: Int?
 
         func isOver(clock: Int64) -> Bool {
             clock >= until || hostDeadline.map { HostTime.now() >= $0 } ?? false
@@ -108,6 +121,10 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
         var playingInAL = false
         /// Converted chunks queued on the OpenAL source, oldest first.
         var queued: [Entry] = []
+        /// Frames of the chunks taken off the source so far, played or not: with
+        /// `AL_SAMPLE_OFFSET` (which counts from the first chunk still queued), a position on
+        /// the source that outlives an unqueue.
+        var unqueuedFrames = 0
         /// Enqueued buffers not yet wholly converted; the converter has taken `readOffset`
         /// frames of the first.
         var pending: [PCMBuffer] = []

@@ -172,11 +172,8 @@ struct SoundServerTests {
         let expected = 48_000 - update
         print("paused tone: \(loud) loud frames of 48 000 (one \(Int(update))-frame update expected under half gain), "
               + "gap \(Double(windows.count) * 0.005) s")
-        withKnownIssue("OpenAL on a real-time device: the frames mixed at gain 0 between the fade's end and alSourcePause are lost on resume",
-                       isIntermittent: true) {
-            #expect(abs(Double(loud) - expected) <= update / 4,
-                    "\(loud) frames of the tone sound, \(Int(expected)) expected: \(Int(expected) - loud) missing")
-        }
+        #expect(abs(Double(loud) - expected) <= update / 4,
+                "\(loud) frames of the tone sound, \(Int(expected)) expected: \(Int(expected) - loud) missing")
     }
 
     /// The largest magnitude within `window` samples ending at each sample.
