@@ -130,18 +130,21 @@ public enum OpenALSoftPeer {
     }
 
     /// Plays `voices` streaming sources (as `benchmarkMix`: the first `convertedShare` at
-    /// `sourceRate`) in real time on the null device for `seconds`, refilled by a thread of
-    /// their own every half period, as OpenAL streaming code does: whether OpenAL Soft keeps
-    /// up with that many voices.
-    /// - Returns: The sources that ran dry (OpenAL stops a source whose queue runs out), the
-    ///   periods the null device's clock rendered too late (xruns), and what OpenAL Soft's
-    ///   mixes cost (`alcRenderSamplesSOFT` timed on the clock's thread).
+    /// `sourceRate`) in real time on the null device for `settleSeconds` and then `seconds`,
+    /// refilled by a thread of their own every half period, as OpenAL streaming code does:
+    /// whether OpenAL Soft keeps up with that many voices.
+    /// - Returns: Over the `seconds` after the settling: the sources that ran dry (OpenAL
+    ///   stops a source whose queue runs out), the periods the null device's clock rendered
+    ///   too late (xruns), and what OpenAL Soft's mixes cost (`alcRenderSamplesSOFT` timed on
+    ///   the clock's thread).
     /// - Throws: `.invalidParameter` for a count out of range; device and AL errors.
-    public static func playInRealTime(voices: Int, seconds: Double, configuration: OutputConfiguration,
-                                      sourceRate: Double, channelCount: Int = 2, convertedShare: Double = 1,
-                                      resampler: Resampler) throws -> RealTimeRun {
-        guard (1...OpenALDevice.defaultSourceLimit).contains(voices), seconds.isFinite, seconds > 0 else {
-            throw AudioError(.invalidParameter, "the OpenAL Soft run needs 1...\(OpenALDevice.defaultSourceLimit) voices and a positive duration")
+    public static func playInRealTime(voices: Int, seconds: Double, settleSeconds: Double = 0,
+                                      configuration: OutputConfiguration, sourceRate: Double, channelCount: Int = 2,
+                                      convertedShare: Double = 1, resampler: Resampler) throws -> RealTimeRun {
+        guard (1...OpenALDevice.defaultSourceLimit).contains(voices), seconds.isFinite, seconds > 0,
+              settleSeconds.isFinite, settleSeconds >= 0 else {
+            throw AudioError(.invalidParameter, "the OpenAL Soft run needs 1...\(OpenALDevice.defaultSourceLimit) voices, "
+                             + "a positive duration and a settling time of 0 or more")
         }
         let device = try OpenALDevice(.null(configuration))
         defer { device.close() }
@@ -151,18 +154,24 @@ public enum OpenALSoftPeer {
             + sines(voices - converted, rate: deviceRate, channels: channelCount)
         let streams = try Streams(device: device, tones: tones, resampler: resampler)
         defer { streams.delete() }
-        let before = device.xrunCount, loadBefore = device.renderLoad?.snapshot ?? RenderLoad.Snapshot()
-        device.renderLoad?.resetPeak()
         try streams.play()
         let interval = HostTime.nanoseconds(Double(configuration.periodFrames) / deviceRate / 2)
-        let deadline = HostTime.now() + HostTime.nanoseconds(seconds)
         var next = HostTime.now()
-        while next < deadline {
-            try streams.refill()
-            next += interval
-            HostTime.sleep(until: next)
+        func refill(for duration: Double) throws {
+            let deadline = HostTime.now() + HostTime.nanoseconds(duration)
+            while next < deadline {
+                try streams.refill()
+                next += interval
+                HostTime.sleep(until: next)
+            }
         }
-        return RealTimeRun(dry: try streams.stoppedCount(), late: device.xrunCount - before,
+        try refill(for: settleSeconds)
+        // A source that ran dry stays stopped: those stopped now are the settling's.
+        let dryBefore = try streams.stoppedCount(), lateBefore = device.xrunCount
+        let loadBefore = device.renderLoad?.snapshot ?? RenderLoad.Snapshot()
+        device.renderLoad?.resetPeak()
+        try refill(for: seconds)
+        return RealTimeRun(dry: try streams.stoppedCount() - dryBefore, late: device.xrunCount - lateBefore,
                            load: (device.renderLoad?.snapshot ?? RenderLoad.Snapshot()).since(loadBefore))
     }
 

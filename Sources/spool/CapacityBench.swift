@@ -64,7 +64,8 @@ enum CapacityBench {
                     // OpenAL Soft has 256 sources: more cannot be asked of it.
                     trial = { voices in
                         guard voices <= OpenALDevice.defaultSourceLimit else { return nil }
-                        return try OpenALSoftPeer.playInRealTime(voices: voices, seconds: seconds + 1,
+                        // The same second's settling before the measured seconds as Spool's sides.
+                        return try OpenALSoftPeer.playInRealTime(voices: voices, seconds: seconds, settleSeconds: 1,
                                                                  configuration: configuration, sourceRate: 44_100,
                                                                  resampler: peer)
                     }
