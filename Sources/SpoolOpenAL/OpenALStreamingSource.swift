@@ -21,7 +21,8 @@ import Synchronization
 /// and drops frames at the end. So OpenAL only ever sees audio at the device's rate with
 /// `AL_PITCH` at 1, which it copies: both back-ends play the same samples, every source
 /// frame, and varispeed is exact in frames too. A playback rate change is heard once the
-/// audio already converted (`leadFrames`, three or four mixer updates) has played.
+/// audio already converted (`leadFrames`: three mixer updates, or at least 40 ms on a device
+/// mixing in real time) has played.
 ///
 /// **Underruns.** When the source has too little audio for the converter to run without
 /// reading past it, the voice waits for more; when OpenAL would otherwise run dry, it plays
@@ -58,7 +59,9 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
     /// Converted frames kept queued ahead of OpenAL's mixer: three mixer updates where the
     /// program renders on demand; on a device mixing in real time, one update more than the
     /// device holds (three when it does not say), since it refills its whole buffer at once
-    /// after a late period and the pump runs only after that.
+    /// after a late period and the pump runs only after that, and at least 40 ms (at most
+    /// `maximumQueuedALBuffers` updates), which a pump pass may be held up without a voice
+    /// running dry.
     let leadFrames: Int
     /// With fewer frames than this queued ahead, OpenAL's next mix would run dry: one update,
     /// and on a device mixing in real time what plays between two pump passes.
@@ -177,7 +180,11 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
         self.format = format
         self.priority = priority
         chunkFrames = min(4096, max(64, device.updateFrames))
-        leadFrames = (device.rendersOnDemand ? 3 : max(3, (device.periodCount ?? 3) + 1)) * chunkFrames
+        // At least 40 ms where the device mixes in real time: a pump pass held up that long
+        // (a preempted thread, a pass that refills hundreds of voices) leaves no voice dry.
+        let realTimeUpdates = min(Self.maximumQueuedALBuffers, max(3, (device.periodCount ?? 3) + 1,
+                                  Int((device.format.sampleRate * 0.040 / Double(chunkFrames)).rounded(.up))))
+        leadFrames = (device.rendersOnDemand ? 3 : realTimeUpdates) * chunkFrames
         let pumpFrames = device.rendersOnDemand ? 0 : Int(device.format.sampleRate * 0.012)
         dryFrames = chunkFrames + pumpFrames
         lane = try ConversionLane(format: format, deviceRate: device.format.sampleRate, chunkFrames: chunkFrames,
