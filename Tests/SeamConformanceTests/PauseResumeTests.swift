@@ -1,5 +1,6 @@
 import Foundation
 import SpoolBufferQueue
+import SoundServerTestSupport
 import SpoolCore
 import Synchronization
 import Testing
@@ -68,32 +69,28 @@ struct PauseResumeTests {
     }
 
     /// Expects the positions of a run with one pause to be continuous, and the pause to have
-    /// lasted at least `pauseFrames` output frames. `knownIssue` names a known failure of the
-    /// resume's join.
-    static func expectContinuous(_ samples: [Float], pauseFrames: Int, knownIssue: Comment? = nil,
+    /// lasted at least `pauseFrames` output frames. `underrunGaps` more silences are allowed,
+    /// each of which must lose no frame (a voice that ran dry plays on where it stopped).
+    static func expectContinuous(_ samples: [Float], pauseFrames: Int, underrunGaps: Int = 0,
                                  sourceLocation: SourceLocation = #_sourceLocation) {
         let continuity = Continuity(positions(samples), frames: 44_100)
         #expect(continuity.worstStepError < Continuity.tolerance,
                 "the position jumps by \(continuity.worstStepError) frames off the converter's step at output frame \(continuity.worstStepAt)",
                 sourceLocation: sourceLocation)
-        #expect(continuity.silences.count == 1, "one silence, the pause's: \(continuity.silences)", sourceLocation: sourceLocation)
-        guard let pause = continuity.silences.first else { return }
-        #expect(pause.frames.count >= pauseFrames, "the pause lasted \(pause.frames.count) output frames", sourceLocation: sourceLocation)
-        let join = {
-            #expect(Continuity.resumesOnTheNextFrame(pause.advance),
-                    "across the pause the position moved \(pause.advance) source frames, \((pause.advance / step - 1).rounded()) output frames skipped",
+        #expect((1...(1 + underrunGaps)).contains(continuity.silences.count),
+                "one silence, the pause's, and at most \(underrunGaps) from underruns: \(continuity.silences)",
+                sourceLocation: sourceLocation)
+        guard let pause = continuity.silences.max(by: { $0.frames.count < $1.frames.count }) else { return }
+        for gap in continuity.silences where gap.frames != pause.frames {
+            #expect(abs(gap.advance - step) < Continuity.tolerance,
+                    "an underrun's silence at \(gap.frames) skipped \((gap.advance / step - 1).rounded()) output frames",
                     sourceLocation: sourceLocation)
         }
-        if let knownIssue { withKnownIssue(knownIssue, isIntermittent: true, join) } else { join() }
+        #expect(pause.frames.count >= pauseFrames, "the pause lasted \(pause.frames.count) output frames", sourceLocation: sourceLocation)
+        #expect(Continuity.resumesOnTheNextFrame(pause.advance),
+                "across the pause the position moved \(pause.advance) source frames, \((pause.advance / step - 1).rounded()) output frames skipped",
+                sourceLocation: sourceLocation)
     }
-
-    /// OpenAL Soft glides a gain change over the next mix and Spool pauses the source at the
-    /// pump's next pass once that mix is surely done; on a real-time device the mixer carries
-    /// on in between, so what it mixed at gain 0 after the glide (here one 256-frame period)
-    /// is skipped when the voice resumes. Intermittent: when the pump's pass lands before the
-    /// mixer's next update (as it did under AddressSanitizer in CI), nothing is lost.
-    static let openALPauseSkipsTheSilentMix: Comment =
-        "OpenAL on a real-time device: the frames mixed at gain 0 between the fade's end and alSourcePause are lost on resume"
 
     // MARK: Offline
 
@@ -210,9 +207,13 @@ struct PauseResumeTests {
         voice.dispose()
         #expect(log.finishes == ["playedOut"])
         #expect(voice.framesPlayed == 44_100, "every source frame plays")
+        // A sanitizer's slow-down can hold the refilling thread off long enough for the voice to
+        // run dry; then its silence must lose no frame. The plain run allows none.
+        let underruns = voice.underrunCount
+        if !SoundServer.underSanitizer { #expect(underruns == 0, "the voice ran dry \(underruns) times") }
 
         // 0.25 s between the calls; the output is silent for at least 0.2 s of it.
-        Self.expectContinuous(capture.all, pauseFrames: 9_600)
+        Self.expectContinuous(capture.all, pauseFrames: 9_600, underrunGaps: SoundServer.underSanitizer ? underruns : 0)
     }
 
     @Test(arguments: Backend.allCases)
