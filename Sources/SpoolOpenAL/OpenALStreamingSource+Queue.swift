@@ -238,7 +238,7 @@ extension OpenALStreamingSource {
     }
 
     /// Pauses a source whose pause fade has glided to silence (`alSourcePause`), or, with
-    /// `force`, whose fade has run its time; returns whether it did. Where the mixer went on
+    /// `force`, whose fade has run its time. Where the mixer went on
     /// past the glide at gain 0 before this pass, the paused source is moved back to the
     /// glide's end (`AL_SAMPLE_OFFSET`), so that the resume loses none of those frames.
     ///
@@ -248,13 +248,12 @@ extension OpenALStreamingSource {
     /// than one update past the offset read at the change, which is exact however late the
     /// pass. On a sound server a mix is one update or more, so only the offset read here
     /// is sure not to land inside the glide (which would play its frames twice).
-    @discardableResult
-    func finishPauseFade(_ st: inout State, source: UInt32, force: Bool) -> Bool {
-        guard let fade = st.fade, !fade.stopping else { return false }
+    func finishPauseFade(_ st: inout State, source: UInt32, force: Bool) {
+        guard let fade = st.fade, !fade.stopping else { return }
         if st.playingInAL, Self.sourceState(source) == AL_PLAYING {
             let now = Self.offsetAndClock(source)
             let glided = now.flatMap { now in fade.glideClock.map { now.clock > $0 } } ?? false
-            guard glided || force else { return false }
+            guard glided || force else { return }
             alSourcePause(source)
             if glided, let now {
                 var end = st.unqueuedFrames + now.offset
@@ -265,7 +264,6 @@ extension OpenALStreamingSource {
         st.fade = nil
         if st.playingInAL { reclaim(&st, source: source) }
         st.playingInAL = false
-        return true
     }
 
     /// Moves a paused source back to `frame` (counted as `unqueuedFrames` counts) when its
