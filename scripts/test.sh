@@ -18,9 +18,13 @@ passed=$(( ${first:-0} + ${second:-0} ))
 rm -f "$log"
 # A short run of the latency bench on the sound server, the acoustic check included, so that
 # it cannot rot (it asserts nothing about speed; it fails when a back-end's own latency
-# report disagrees with what the recording of the server's monitor heard).
-.build/debug/spool bench latency --backends queue,openal --output default --buffer-frames 256 --buffers 3 \
-    --starts 10 --seconds 1 --no-reference --acoustic
+# report disagrees with what the recording of the server's monitor heard). A recording of a
+# real sound server on a busy machine can miss a click once; twice in a row fails.
+smoke() {
+    .build/debug/spool bench latency --backends queue,openal --output default --buffer-frames 256 --buffers 3 \
+        --starts 10 --seconds 1 --no-reference --acoustic
+}
+smoke || { echo "the latency smoke run failed once; running it again"; smoke; }
 
 # The same tests under AddressSanitizer (LeakSanitizer on) and ThreadSanitizer, and every
 # libFuzzer target for a short time (scripts/sanitize.sh; SPOOL_SANITIZE=0 skips it locally).
