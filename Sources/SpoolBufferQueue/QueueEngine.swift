@@ -141,15 +141,25 @@ public final class QueueEngine: AudioRenderer, Sendable {
     }
 }
 
-/// Hands render calls to an engine without keeping it alive. Safe because the engine stops
-/// the device (which then never calls the renderer again) in its `deinit`, before its memory goes.
+/// Hands render calls to an engine without keeping it alive. The engine stops the device in
+/// its `deinit`; the reference is weak all the same (a lock-free load, no allocation), so a
+/// render call that races the engine's release renders silence instead of touching freed
+/// memory: a test run once crashed on the null device's render thread retaining a freed engine.
 private final class UnownedRenderer: AudioRenderer, @unchecked Sendable {
-    // Sendable: the reference never changes; the engine is Sendable.
-    unowned(unsafe) let engine: QueueEngine
+    // Sendable: the reference never changes but to nil; the engine is Sendable.
+    weak let engine: QueueEngine?
+    let channelCount: Int
 
-    init(_ engine: QueueEngine) { self.engine = engine }
+    init(_ engine: QueueEngine) {
+        self.engine = engine
+        channelCount = engine.device.format.channelCount
+    }
 
     func render(into buffer: UnsafeMutablePointer<Float>, frames: Int, timestamp: RenderTimestamp) {
+        guard let engine else {
+            buffer.update(repeating: 0, count: frames * channelCount)
+            return
+        }
         engine.render(into: buffer, frames: frames, timestamp: timestamp)
     }
 }
