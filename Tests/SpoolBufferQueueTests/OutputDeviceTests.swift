@@ -27,19 +27,18 @@ final class RecordingRenderer: AudioRenderer {
 
     let channelCount: Int
     private let calls: Locked<[Call]>
-    private let countingWindow: Range<Int>?
-    private let countedAllocations = Atomic<Int>(-1)
+    private let allocationWindow: AllocationWindow?
 
     /// - Parameters:
     ///   - channelCount: Channels of the device it renders for.
     ///   - capacity: Calls it can record without allocating.
     ///   - countingAllocationsOver: Call indices over which to count the render thread's allocations.
-    init(channelCount: Int, capacity: Int = 4096, countingAllocationsOver window: Range<Int>? = nil) {
+    init(channelCount: Int, capacity: Int = 4096, countingAllocationsOver window: AllocationWindow? = nil) {
         self.channelCount = channelCount
         var calls: [Call] = []
         calls.reserveCapacity(capacity)
         self.calls = Locked(calls)
-        countingWindow = window
+        allocationWindow = window
     }
 
     func render(into buffer: UnsafeMutablePointer<Float>, frames: Int, timestamp: RenderTimestamp) {
@@ -48,10 +47,7 @@ final class RecordingRenderer: AudioRenderer {
             if calls.count < calls.capacity { calls.append(Call(timestamp: timestamp, frames: frames, calledAt: now)) }
             return calls.count - 1
         }
-        if let window = countingWindow {
-            if index == window.upperBound { countedAllocations.store(Int(spool_allocation_counting_end()), ordering: .releasing) }
-            if index == window.lowerBound { spool_allocation_counting_begin() }
-        }
+        allocationWindow?.enter(call: index)
         for frame in 0..<frames {
             for channel in 0..<channelCount {
                 buffer[frame * channelCount + channel] = ReferenceSignal.sample(frame: timestamp.sampleTime + Int64(frame), channel: channel)
@@ -61,7 +57,7 @@ final class RecordingRenderer: AudioRenderer {
 
     var recorded: [Call] { calls.withLock { $0 } }
     /// Allocations counted over the window, or `nil` when the window has not closed yet.
-    var allocations: Int? { let n = countedAllocations.load(ordering: .acquiring); return n < 0 ? nil : n }
+    var allocations: Int? { allocationWindow?.allocations?.count }
 }
 
 /// Writes silence and, once, takes far longer than a period: a render thread that falls behind.
@@ -258,7 +254,7 @@ struct NullDeviceTests {
         let device = try NullDevice(configuration: OutputConfiguration(sampleRate: rate, channelCount: 2,
                                                                        periodFrames: period, periodCount: periods))
         #expect(device.format == (try AudioFormat(sampleRate: 48_000, channelCount: 2)))
-        let renderer = RecordingRenderer(channelCount: 2, countingAllocationsOver: 10..<40)
+        let renderer = RecordingRenderer(channelCount: 2, countingAllocationsOver: AllocationWindow(10..<40))
 
         let startedAt = HostTime.now()
         try device.start(renderer: renderer)

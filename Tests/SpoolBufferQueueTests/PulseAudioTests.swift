@@ -20,20 +20,18 @@ final class ToneRenderer: AudioRenderer {
     private let calls = Atomic<Int>(0)
     private let toneStart = Atomic<UInt64>(0)
     private let toneEnd = Atomic<UInt64>(0)
-    private let countingWindow: Range<Int>
-    private let countedAllocations = Atomic<Int>(-1)
-    private let countedBytes = Atomic<Int>(-1)
+    let allocationWindow: AllocationWindow
     private let timestamps: Locked<[(frame: Int, hostTime: UInt64)]>
 
     init(channelCount: Int, sampleRate: Double, silenceSeconds: Double, toneFrames: Int, frequency: Double,
-         amplitude: Double = 0.5, countingAllocationsOver window: Range<Int> = 100..<150) {
+         amplitude: Double = 0.5, countingAllocationsOver window: AllocationWindow) {
         self.channelCount = channelCount
         self.sampleRate = sampleRate
         silenceFrames = Int(silenceSeconds * sampleRate)
         self.toneFrames = toneFrames
         self.frequency = frequency
         self.amplitude = amplitude
-        countingWindow = window
+        allocationWindow = window
         var reserved: [(frame: Int, hostTime: UInt64)] = []
         reserved.reserveCapacity(4096)
         timestamps = Locked(reserved)
@@ -41,11 +39,7 @@ final class ToneRenderer: AudioRenderer {
 
     func render(into buffer: UnsafeMutablePointer<Float>, frames: Int, timestamp: RenderTimestamp) {
         let call = calls.wrappingAdd(1, ordering: .relaxed).oldValue
-        if call == countingWindow.upperBound {
-            countedBytes.store(Int(spool_allocation_counting_bytes()), ordering: .relaxed)
-            countedAllocations.store(Int(spool_allocation_counting_end()), ordering: .releasing)
-        }
-        if call == countingWindow.lowerBound { spool_allocation_counting_begin() }
+        allocationWindow.enter(call: call)
         let first = renderedFrames.load(ordering: .relaxed)
         let toneRange = silenceFrames..<(silenceFrames + toneFrames)
         for i in 0..<frames {
@@ -81,10 +75,7 @@ final class ToneRenderer: AudioRenderer {
     var toneStartHostTime: UInt64 { toneStart.load(ordering: .acquiring) }
     /// Allocations and bytes the render thread asked for over the counted window of render
     /// calls (ALSA's writes between them included); `nil` until the window has closed.
-    var allocations: (count: Int, bytes: Int)? {
-        let n = countedAllocations.load(ordering: .acquiring)
-        return n < 0 ? nil : (n, countedBytes.load(ordering: .relaxed))
-    }
+    var allocations: (count: Int, bytes: Int)? { allocationWindow.allocations }
 }
 
 /// Whether the allocation counter counts in this build (interposed, or through a sanitizer's
@@ -126,7 +117,8 @@ struct PulseAudioTests {
         // 3 s of silence first: an idle null sink asks a new stream for nothing for about a
         // second, and the server's latency (what snd_pcm_delay reports) settles after that.
         let renderer = ToneRenderer(channelCount: device.format.channelCount, sampleRate: device.format.sampleRate,
-                                    silenceSeconds: 3.0, toneFrames: 48_000, frequency: 1_000)
+                                    silenceSeconds: 3.0, toneFrames: 48_000, frequency: 1_000,
+                                    countingAllocationsOver: AllocationWindow(100..<150) { device.xrunCount })
         try device.start(renderer: renderer)
         let startedAt = HostTime.now()
         let giveUpAt = startedAt + HostTime.nanoseconds(8)
@@ -143,12 +135,13 @@ struct PulseAudioTests {
         func ms(_ seconds: Double) -> String { String(format: "%.1f", seconds * 1000) }
         print("played for \(HostTime.seconds(from: startedAt, to: HostTime.now())) s; xruns \(device.xrunCount); "
               + "largest queuedFrames \(queued); real-time thread \(device.isRealTime); "
-              + "render-loop allocations over 50 periods: \(renderer.allocations.map { "\($0.count) (\($0.bytes) bytes)" } ?? "not measured")")
+              + "render-loop allocations over 50 periods: \(renderer.allocations.map { "\($0.count) (\($0.bytes) bytes)" } ?? "not measured")"
+              + " (\(renderer.allocationWindow.droppedWindows) windows with an underrun dropped)")
         #expect(renderer.toneEndHostTime != 0, "the device never asked for the end of the tone")
 
         // The render thread, ALSA's writes included, allocates nothing once running.
         #expect(allocationCounterCounts(), "the allocation counter counts nothing in this build")
-        let allocations = try #require(renderer.allocations, "the counted window (render calls 100…150) never closed")
+        let allocations = try #require(renderer.allocations, "no window of 50 render calls without an underrun closed")
         #expect(allocations.count == 0 && allocations.bytes == 0,
                 "the render loop allocated \(allocations.count) times (\(allocations.bytes) bytes) over 50 periods")
 
@@ -200,7 +193,7 @@ struct PulseAudioTests {
         #expect(device.format.channelCount == 2)
         #expect(device.periodFrames > 0 && device.periodCount >= 1)
 
-        let renderer = RecordingRenderer(channelCount: 2, countingAllocationsOver: 12..<24)
+        let renderer = RecordingRenderer(channelCount: 2, countingAllocationsOver: AllocationWindow(12..<24) { device.xrunCount })
         var events: [String] = []
         let eventLog = Locked<[String]>([])
         device.setEventHandler { event in eventLog.withLock { $0.append("\(event)") } }
@@ -241,7 +234,7 @@ struct PulseAudioTests {
                 "median render-to-heard lead \(sortedLeads[sortedLeads.count / 2]) s, under \(buffer - 1.5 * period) s")
         #expect((sortedLeads.last ?? .infinity) <= buffer + 0.002, "render-to-heard lead up to \(sortedLeads.last ?? 0) s, over the \(buffer) s buffer")
         #expect(allocationCounterCounts(), "the allocation counter counts nothing in this build")
-        let allocations = try #require(renderer.allocations, "the counted window (render calls 12…24) never closed")
+        let allocations = try #require(renderer.allocations, "no window of 12 render calls without an underrun closed")
         #expect(allocations == 0, "the render loop allocated \(allocations) times over 12 periods")
     }
 
