@@ -98,15 +98,28 @@ public final class PrivateNullSink {
     }
 }
 
-/// Records a PulseAudio source (a sink's monitor) as mono Float32 at 48 kHz with `parec`, in the background.
-public final class MonitorRecorder {
+/// Records a PulseAudio source (a sink's monitor) as mono Float32 at 48 kHz with `parec`, in the
+/// background, and works out when each sample was captured by watching the recording grow.
+///
+/// `parec` runs in a process of its own, with the 20 ms fragments it always had: a monitor's
+/// latency request reaches its sink, and a recorder in the test's own process or with smaller
+/// fragments changed how the sink ran the streams under test. Every millisecond or so a thread
+/// reads the file's size: a sample counted at host time t was captured no later than t, so
+/// t − (samples counted)/rate bounds the host time of sample 0 from above, and the smallest
+/// of those bounds (a reading just after `parec` wrote a fragment) is within a few
+/// milliseconds of it. Counting back from the end alone was late by whatever `parec` had not
+/// written yet when it was stopped: up to 32 ms on a loaded machine.
+public final class MonitorRecorder: @unchecked Sendable {
+    // Sendable: the watcher thread touches only `watch`, which is locked.
     public let sampleRate = 48_000
-    /// `CLOCK_MONOTONIC` nanoseconds (`HostTime`) when `stop()` ended the recording; 0 before.
-    public private(set) var stopHostTime: UInt64 = 0
-    private var sampleCount = 0
     private let path: String
     private let process = Process()
     private let file: FileHandle
+    private let watch = NSLock()
+    private var watching = true
+    /// The smallest bound so far on the host time (ns) of sample 0, and the samples then counted.
+    private var origin = Double.infinity
+    private let watcherDone = DispatchSemaphore(value: 0)
 
     /// Starts recording `source`.
     public init(source: String) throws {
@@ -122,36 +135,65 @@ public final class MonitorRecorder {
         process.standardOutput = file
         process.standardError = FileHandle.nullDevice
         try process.run()
+        let descriptor = file.fileDescriptor
+        let thread = Thread { [self] in
+            var status = stat()
+            while watch.withLock({ watching }) {
+                if fstat(descriptor, &status) == 0, status.st_size >= 4 {
+                    let now = Double(Self.hostTimeNow())
+                    let bound = now - Double(status.st_size / 4) * 1e9 / Double(sampleRate)
+                    watch.withLock { origin = min(origin, bound) }
+                }
+                usleep(1_000)
+            }
+            watcherDone.signal()
+        }
+        thread.start()
     }
 
     deinit {
+        stopWatching()
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         try? FileManager.default.removeItem(atPath: path)
     }
 
-    /// Stops recording and returns the samples.
-    public func stop() throws -> [Float] {
+    private func stopWatching() {
+        let was = watch.withLock { () -> Bool in
+            defer { watching = false }
+            return watching
+        }
+        if was { watcherDone.wait() }
+    }
+
+    private static func hostTimeNow() -> UInt64 {
         var now = timespec()
         clock_gettime(CLOCK_MONOTONIC, &now)
-        stopHostTime = UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+        return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+    }
+
+    /// Stops recording and returns the samples.
+    public func stop() throws -> [Float] {
+        stopWatching()
+        let stoppedAt = Double(Self.hostTimeNow())
         // SIGKILL: a child spawned from a dispatch worker inherits a mask that blocks SIGTERM.
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
         try file.close()
         let data = try Data(contentsOf: URL(fileURLWithPath: path))
-        sampleCount = data.count / 4
+        // The end is one more bound (everything in the file was written by the stop).
+        let end = stoppedAt - Double(data.count / 4) * 1e9 / Double(sampleRate)
+        watch.withLock { origin = min(origin, end) }
         return data.withUnsafeBytes { raw in
             (0..<(data.count / 4)).map { Float(bitPattern: UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: $0 * 4, as: UInt32.self))) }
         }
     }
 
     /// When sample `index` of the stopped recording reached the monitor, in `HostTime`
-    /// nanoseconds, counted back from the stop: the last sample kept is taken to have arrived
-    /// as the recording stopped. The start is no anchor (the monitor drops leading silence after
-    /// idling); this one is late by what `parec` had not yet written when it was killed (its
-    /// 20 ms fragment, more on a loaded machine), never early.
+    /// nanoseconds: late by at most what `parec` takes to write a fragment it has captured,
+    /// never early.
     public func hostTime(ofSample index: Int) -> UInt64 {
-        stopHostTime &- UInt64((Double(sampleCount - index) * 1e9 / Double(sampleRate)).rounded())
+        let origin = watch.withLock { self.origin }
+        return UInt64((origin + Double(index) * 1e9 / Double(sampleRate)).rounded())
     }
 }
 

@@ -167,10 +167,9 @@ struct PulseAudioTests {
         #expect(analysis.dropouts.isEmpty, "near-silent 5 ms windows inside the tone at \(analysis.dropouts.prefix(5)) s")
 
         // The recording has the tone where the device's timestamp said it would be heard,
-        // loosely: the recording's clock is counted back from its end, late by what parec had
-        // not yet written, and the null sink hands its monitor a block before it counts it
-        // played (measured here: 6…21 ms early). Within a period and 15 ms, about half the
-        // device's latency.
+        // loosely: the null sink hands its monitor a block before it counts it played
+        // (measured here: 6…21 ms early). Within a period and 15 ms, about half the device's
+        // latency.
         let onset = recorder.hostTime(ofSample: Int((analysis.onsetSeconds * 48_000).rounded()))
         let offset = HostTime.seconds(from: start, to: onset)
         print("tone heard \(ms(offset)) ms after its timestamp")
