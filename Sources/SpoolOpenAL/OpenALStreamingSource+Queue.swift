@@ -364,9 +364,11 @@ extension OpenALStreamingSource {
         let handlers = st.handlers.consumedHandlers
         let count = buffers.count
         outbox.withLock { box in
-            box.calls.append { [self] in
+            // Weakly: the outbox is the voice's own, and a voice dropped before the next pass
+            // must go (and give its source back) rather than wait for the pass in a cycle.
+            box.calls.append { [weak self] in
                 for buffer in buffers { for handler in handlers { handler(buffer) } }
-                locked.withLock { $0.undelivered -= count }
+                self?.locked.withLock { $0.undelivered -= count }
             }
         }
     }

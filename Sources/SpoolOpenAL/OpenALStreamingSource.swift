@@ -265,7 +265,16 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
                 try feed(&st, source: source)
             }
         }
-        drainOutbox(waiting: true)
+        handToService()
+    }
+
+    /// Leaves the handler calls a call that goes on playing made (buffers it converted to
+    /// their end, which can be several when they are shorter than the lead) to the next
+    /// service pass, so that they run on the pump thread, or during a loopback device's render
+    /// call, as every other handback does: never on the thread of `enqueue` or `start`.
+    private func handToService() {
+        guard outbox.withLock({ !$0.calls.isEmpty }), !device.rendersOnDemand else { return }
+        device.pump.wake()
     }
 
     /// Buffers enqueued and not yet handed back.
@@ -304,7 +313,7 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
                 try feed(&st, source: source)
             }
         }
-        drainOutbox(waiting: true)
+        handToService()
     }
 
     /// Pauses (`alSourcePause`, after a fade over one mixer update); `start` resumes at the
@@ -361,7 +370,8 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
             }
         }
         if fading, !device.rendersOnDemand { waitForStopFade() }
-        drainOutbox(waiting: true)
+        // A stop at its end goes on playing: what it converted is handed back as any pass's.
+        if immediately { drainOutbox(waiting: true) } else { handToService() }
     }
 
     /// Stops at once (no fade) and frees the voice: its source goes back to the device's pool,

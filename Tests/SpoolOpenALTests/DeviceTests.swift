@@ -100,6 +100,29 @@ struct DeviceTests {
         return true
     }
 
+    /// `start` and `enqueue` convert up to the lead at once; buffers shorter than the lead are
+    /// converted to their end there, and are still handed back on the pump thread, as on the
+    /// queue engine's callback thread, never on the thread that called.
+    @Test func buffersConvertedByAControlCallAreHandedBackOnThePumpThread() throws {
+        let backend = try OpenALBackend(.null(OutputConfiguration(sampleRate: 48_000, periodFrames: 480, periodCount: 3)))
+        let device = backend.device
+        defer { device.close() }
+        let voice = try #require(try backend.makeVoice(format: stereo48) as? OpenALStreamingSource)
+        let threads = Locked<[UInt]>([])
+        _ = voice.addBufferConsumedHandler { _ in threads.withLock { $0.append(UInt(pthread_self())) } }
+        let short = try pcm(sine(frequency: 440, frames: 128, channels: 2))
+        for _ in 0..<24 { try voice.enqueue(short) }
+        try voice.start()
+        for _ in 0..<24 { try voice.enqueue(short) }
+        let deadline = HostTime.now() + HostTime.nanoseconds(2)
+        while threads.withLock({ $0.count }) < 48, HostTime.now() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        try voice.stop(immediately: true)
+        let pumpThread = device.pump.threadID.load(ordering: .acquiring)
+        let seen = threads.withLock { $0 }
+        #expect(seen.count == 48)
+        #expect(Set(seen) == [pumpThread], "handed back on \(Set(seen).count) threads; the caller's: \(seen.contains(UInt(pthread_self())))")
+    }
+
     @Test func aLostDeviceStopsItsVoicesReportsAndMakesWayForAnother() throws {
         let device = try makeLoopback()
         let events = Locked<[String]>([])

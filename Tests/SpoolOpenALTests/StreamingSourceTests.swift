@@ -42,9 +42,10 @@ struct StreamingSourceTests {
         var rendered = 0
         var out: [Float] = []
         // The voice converts (here: copies) three mixer updates ahead of OpenAL's mixer, and
-        // hands a buffer back once its last frame is converted.
+        // hands a buffer back once its last frame is converted: during the next render call,
+        // also for those `start` converted.
         let lead = 3 * 256
-        #expect(log.count == lead / 500)
+        #expect(log.count == 0)
         while rendered < 5888 {
             out += try device.render(frames: 256).samples
             rendered += 256
