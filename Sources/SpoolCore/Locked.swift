@@ -14,7 +14,7 @@ import Glibc
 /// the lock does not already give. Elsewhere that costs one nil check.
 public final class Locked<Value: ~Copyable>: @unchecked Sendable {
     // Sendable: the value is only reached through `mutex`.
-    private let mutex: Mutex<Value>
+    @usableFromInline let mutex: Mutex<Value>
 
     /// Makes a lock around `initialValue`.
     public init(_ initialValue: consuming sending Value) {
@@ -25,6 +25,10 @@ public final class Locked<Value: ~Copyable>: @unchecked Sendable {
     /// - Parameter body: Reads or changes the value; it must not block for long.
     /// - Returns: What `body` returns.
     /// - Throws: What `body` throws.
+    /// Inlinable, so that each use is specialized where it is written: unspecialized, the
+    /// generic call looked up type metadata at every call, on the OpenAL pump's pass over
+    /// hundreds of voices too.
+    @inlinable
     public func withLock<Result: ~Copyable, E: Error>(
         _ body: (inout sending Value) throws(E) -> sending Result
     ) throws(E) -> sending Result {
@@ -40,13 +44,14 @@ public final class Locked<Value: ~Copyable>: @unchecked Sendable {
 
 /// ThreadSanitizer's annotation entry points, present only in a process built with
 /// `-sanitize=thread`; found with `dlsym`.
+@usableFromInline
 struct ThreadSanitizerHooks: @unchecked Sendable {
     // Sendable: two C function pointers, set once and only read.
-    typealias Hook = @convention(c) (UnsafeRawPointer?) -> Void
-    let acquire: Hook
-    let release: Hook
+    @usableFromInline typealias Hook = @convention(c) (UnsafeRawPointer?) -> Void
+    @usableFromInline let acquire: Hook
+    @usableFromInline let release: Hook
 
-    static let current: ThreadSanitizerHooks? = {
+    @usableFromInline static let current: ThreadSanitizerHooks? = {
         let everywhere = UnsafeMutableRawPointer(bitPattern: 0)  // RTLD_DEFAULT
         guard let acquire = dlsym(everywhere, "__tsan_acquire"), let release = dlsym(everywhere, "__tsan_release") else {
             return nil

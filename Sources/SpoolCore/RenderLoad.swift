@@ -103,12 +103,16 @@ public struct RealTimeRun: Sendable {
     public var late: Int
     /// The render load over the run: its overruns, its stalls, its peak.
     public var load: RenderLoad.Snapshot
+    /// Over the run, the passes of the thread that feeds the mixer outside its render, where
+    /// there is one (Spool's OpenAL pump); nil where the mixer does all the work.
+    public var pump: PumpLoad.Snapshot?
 
     /// Makes a report.
-    public init(dry: Int, late: Int, load: RenderLoad.Snapshot) {
+    public init(dry: Int, late: Int, load: RenderLoad.Snapshot, pump: PumpLoad.Snapshot? = nil) {
         self.dry = dry
         self.late = late
         self.load = load
+        self.pump = pump
     }
 
     /// Late periods that came after an overrun: the mixer's own.

@@ -22,7 +22,8 @@ extension OpenALDevice {
                     return (deliveries, false)
                 }
                 let step = ServiceStep(clock: clockNanoseconds(), heardHostTime: nextHeardHostTime())
-                for entry in s.voices.values { entry.owner?.service(step, &deliveries) }
+                // Read in place: iterating the values would copy each entry and its weak reference.
+                for index in s.voices.values.indices { s.voices.values[index].owner?.service(step, &deliveries) }
                 return (deliveries, true)
             }
         } catch {
@@ -49,6 +50,8 @@ final class PumpThread: Sendable {
     private let wakeup = DispatchSemaphore(value: 0)
     /// The thread's `pthread_self()`, 0 until it runs: tests check where handlers run.
     let threadID = Atomic<UInt>(0)
+    /// What its passes cost and how far apart they came.
+    let load = PumpLoad()
 
     func start(device: OpenALDevice, interval: Double) {
         let running = ServiceThreads.starting(stop: { [self] in stop() })
@@ -61,7 +64,7 @@ final class PumpThread: Sendable {
             while !stopped.load(ordering: .acquiring) {
                 _ = wakeup.wait(timeout: .now() + interval)
                 if stopped.load(ordering: .acquiring) { break }
-                guard let device, device.serviceVoices() else { break }
+                guard let device, load.measure({ device.serviceVoices() }) else { break }
             }
         }
         thread.start()

@@ -95,6 +95,7 @@ public final class OpenALDevice: Sendable {
     let retired = Locked(Retired())
     let eventHandler = Locked<(@Sendable (OutputDeviceEvent) -> Void)?>(nil)
     let pump = PumpThread()
+    private let streamingLeadMicroseconds = Atomic<Int>(40_000)
     let clock: NullClock?
     let renderState = Locked(RenderState())
     /// Tests set this to take the device-lost path without a sound server.
@@ -336,6 +337,26 @@ public final class OpenALDevice: Sendable {
     /// What the null device's periods cost OpenAL Soft's mixer, and which late periods were
     /// the machine's stalls rather than its overruns; nil on other devices.
     public var renderLoad: RenderLoad? { clock?.load }
+
+    /// How far ahead of OpenAL's mixer, at least, a streaming voice made after this is set
+    /// keeps audio converted on a device that mixes in real time, in seconds (40 ms unless set):
+    /// how long the pump may be held up without a voice running dry. A longer lead rides out
+    /// longer stalls of a busy machine; a playback-rate change (and a stereo voice's pan) is
+    /// heard once the audio already converted has played, so it also comes later.
+    public var streamingLead: Double { Double(streamingLeadMicroseconds.load(ordering: .relaxed)) * 1e-6 }
+
+    /// Sets `streamingLead` for the voices made from now on.
+    /// - Throws: `.invalidParameter` outside 10 ms…1 s.
+    public func setStreamingLead(_ seconds: Double) throws {
+        guard seconds.isFinite, (0.010...1).contains(seconds) else {
+            throw AudioError(.invalidParameter, "a streaming lead is 10 ms to 1 s, not \(seconds) s")
+        }
+        streamingLeadMicroseconds.store(Int((seconds * 1e6).rounded()), ordering: .relaxed)
+    }
+
+    /// What the pump's passes cost (Spool's voices convert there) and how far apart they came;
+    /// a loopback device has no pump (its passes run on the rendering thread) and reports none.
+    public var pumpLoad: PumpLoad { pump.load }
 
     /// Sets what to call, on the pump thread (or a loopback device's rendering thread), when
     /// the device is lost (`OutputDeviceEvent.deviceLost`).

@@ -13,6 +13,9 @@ extension OpenALStreamingSource {
     func service(_ step: ServiceStep, _ deliveries: inout Deliveries) {
         locked.withLock { st in
             guard let source = st.source else { return }
+            // Its lead in hand and nothing under way: no need to ask OpenAL anything yet.
+            if let rest = st.restUntil, step.clock < rest { return }
+            st.restUntil = nil
             if let due = st.scheduledStart, due <= step.heardHostTime {
                 st.scheduledStart = nil
             }
@@ -23,10 +26,11 @@ extension OpenALStreamingSource {
                     finishPauseFade(&st, source: source, force: fade.isOver(clock: step.clock))
                 }
             }
-            try? feed(&st, source: source, mayPad: true)
+            let ahead = try? feed(&st, source: source, mayPad: true)
             if st.parameters.advance(clock: step.clock, lookahead: device.updateNanoseconds) {
                 st.parameters.applyGain(to: source)
             }
+            st.restUntil = restingUntil(st, clock: step.clock, ahead: ahead ?? nil)
         }
         if outbox.withLock({ !$0.calls.isEmpty }) { deliveries.add { [self] in drainOutbox(waiting: false) } }
     }
@@ -43,6 +47,16 @@ extension OpenALStreamingSource {
         deliveries.add { [self] in drainOutbox(waiting: false) }
     }
 
+    /// On a device that mixes in real time, a voice playing with its whole lead queued and
+    /// nothing else under way (no fade, no scheduled start, no volume ramp, no end to play
+    /// out) needs nothing until the mixer has taken a chunk of it: the device clock then.
+    private func restingUntil(_ st: State, clock: Int64, ahead: Int?) -> Int64? {
+        guard !device.rendersOnDemand, let ahead, ahead >= leadFrames, st.transport == .playing, st.playingInAL,
+              st.fade == nil, st.scheduledStart == nil, st.parameters.ramp == nil, !st.draining else { return nil }
+        let frames = ahead - (leadFrames - chunkFrames)
+        return clock + Int64((Double(frames) * 1e9 / device.format.sampleRate).rounded(.down))
+    }
+
     // MARK: Queue work
 
     /// Unqueues what played, converts more of the source into free OpenAL buffers and queues
@@ -50,11 +64,13 @@ extension OpenALStreamingSource {
     /// that has played everything. `mayPad`: a service pass, which may play a source too short
     /// for the converter's look-ahead followed by silence rather than let OpenAL run dry (a
     /// control call leaves that to the pass, by which time the end may be marked).
-    func feed(_ st: inout State, source: UInt32, mayPad: Bool = false) throws {
+    /// - Returns: The frames queued ahead of the mixer once converted, when it converted.
+    @discardableResult
+    func feed(_ st: inout State, source: UInt32, mayPad: Bool = false) throws -> Int? {
         reclaim(&st, source: source)
-        if st.fade?.stopping == true { return }  // what is queued now is about to go
-        guard st.transport == .playing else { return }
-        try convert(&st, source: source, mayPad: mayPad)
+        if st.fade?.stopping == true { return nil }  // what is queued now is about to go
+        guard st.transport == .playing else { return nil }
+        let ahead = try convert(&st, source: source, mayPad: mayPad)
         if st.scheduledStart == nil, st.fade == nil, !st.queued.isEmpty {
             if !st.playingInAL {
                 play(&st, source: source)
@@ -69,6 +85,7 @@ extension OpenALStreamingSource {
             st.transport = .stopped
             emit(.playedOut, st)
         }
+        return ahead
     }
 
     /// Frames queued on the OpenAL source that its mixer has not reached yet.
@@ -85,7 +102,8 @@ extension OpenALStreamingSource {
     /// dry (the converter reads ahead of what it plays), unless the voice is draining (the
     /// end is known) or OpenAL is about to run dry (then what there is plays, followed by
     /// silence: an underrun).
-    private func convert(_ st: inout State, source: UInt32, mayPad: Bool) throws {
+    /// - Returns: The frames queued ahead of the mixer afterwards.
+    private func convert(_ st: inout State, source: UInt32, mayPad: Bool) throws -> Int {
         var ahead = framesQueuedAhead(st, source: source)
         let resampler = lane.resampler
         let q = format.channelCount
@@ -96,16 +114,16 @@ extension OpenALStreamingSource {
             if !st.draining {
                 if resampler.copiesSource(playbackRate: rate) {
                     frames = min(frames, available + max(0, Int(resampler.framesReadAhead)))
-                    if frames == 0 { return }
+                    if frames == 0 { return ahead }
                 } else if available < resampler.sourceFramesNeeded(forOutput: frames, playbackRate: rate) {
                     // Too little to convert without reading past it: wait for more, unless OpenAL
                     // would run dry first. Then play what there is, or the converter's tail, with
                     // silence after it.
                     let tailUnplayed = st.sourceRead > 0 && resampler.framesReadAhead > Double(st.paddedFrames)
-                    guard mayPad, ahead <= dryFrames, available > 0 || tailUnplayed else { return }
+                    guard mayPad, ahead <= dryFrames, available > 0 || tailUnplayed else { return ahead }
                 }
             }
-            guard let name = takeName(&st) else { return }
+            guard let name = takeName(&st) else { return ahead }
             let readBefore = st.sourceRead
             let made = resampler.render(into: lane.output, frames: frames, playbackRate: rate) { destination, count in
                 readSource(&st, into: destination, frames: count)
@@ -113,7 +131,7 @@ extension OpenALStreamingSource {
             if made < frames { st.converterEnded = true }
             guard made > 0 else {
                 st.freeNames.append(name)
-                return
+                return ahead
             }
             do {
                 try st.upload.upload(UnsafeBufferPointer(start: lane.output, count: made * q), channels: q,
@@ -129,6 +147,7 @@ extension OpenALStreamingSource {
             st.queued.append(Entry(name: name, frames: made, readBefore: readBefore, readAfter: st.sourceRead))
             ahead += made
         }
+        return ahead
     }
 
     /// The converter's source: the pending buffers in order (each handed back once wholly

@@ -54,14 +54,13 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
     let locked: Locked<State>
     /// The converter and its scratch memory; touched only with `locked` held.
     let lane: ConversionLane
-    /// Device frames per OpenAL buffer: one mixer update (64 to 4096).
+    /// Device frames per OpenAL buffer: one mixer update (64 to 4096) where the program
+    /// renders on demand, whole updates of about 20 ms (at most 4096) in real time.
     let chunkFrames: Int
     /// Converted frames kept queued ahead of OpenAL's mixer: three mixer updates where the
-    /// program renders on demand; on a device mixing in real time, one update more than the
-    /// device holds (three when it does not say), since it refills its whole buffer at once
-    /// after a late period and the pump runs only after that, and at least 40 ms (at most
-    /// `maximumQueuedALBuffers` updates), which a pump pass may be held up without a voice
-    /// running dry.
+    /// program renders on demand; on a device mixing in real time, one chunk more than the
+    /// device's `streamingLead` (40 ms unless set) or one update more than the device holds,
+    /// whichever is more, rounded up to chunks.
     let leadFrames: Int
     /// With fewer frames than this queued ahead, OpenAL's next mix would run dry: one update,
     /// and on a device mixing in real time what plays between two pump passes.
@@ -144,6 +143,10 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
         var paddedFrames = 0
         var inUnderrun = false
         var underruns = 0
+        /// The device clock (ns) until which the pump may pass the voice by: its lead is in
+        /// hand and nothing else is under way (see `service`). Any call that may change it
+        /// clears it.
+        var restUntil: Int64?
         /// Buffers handed back whose handler calls have not run yet.
         var undelivered = 0
         var parameters: SourceParameters
@@ -171,7 +174,7 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
     /// `BufferQueue.setResamplingQuality(_:)`: the same converters, the same crossfade).
     /// - Throws: `.invalidState` after `dispose()`, once stolen or closed.
     public func setResamplingQuality(_ quality: ResamplingQuality) throws {
-        try locked.withLock { st in _ = try usable(st) }
+        try locked.withLock { st in _ = try usable(&st) }
         lane.resampler.setQuality(quality)
     }
 
@@ -179,14 +182,26 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
         self.device = device
         self.format = format
         self.priority = priority
-        chunkFrames = min(4096, max(64, device.updateFrames))
-        // At least 40 ms where the device mixes in real time: a pump pass held up that long
-        // (a preempted thread, a pass that refills hundreds of voices) leaves no voice dry.
-        let realTimeUpdates = min(Self.maximumQueuedALBuffers, max(3, (device.periodCount ?? 3) + 1,
-                                  Int((device.format.sampleRate * 0.040 / Double(chunkFrames)).rounded(.up))))
-        leadFrames = (device.rendersOnDemand ? 3 : realTimeUpdates) * chunkFrames
-        let pumpFrames = device.rendersOnDemand ? 0 : Int(device.format.sampleRate * 0.012)
-        dryFrames = chunkFrames + pumpFrames
+        let update = min(4096, max(64, device.updateFrames))
+        if device.rendersOnDemand {
+            // Rendered on demand: one update per chunk, three ahead, serviced after each render.
+            chunkFrames = update
+            leadFrames = 3 * update
+            dryFrames = update
+        } else {
+            // In real time: chunks of whole updates, about 20 ms, so that a voice is refilled
+            // (and its OpenAL source asked about) every few passes rather than at each. Never
+            // less than `minimumLeadFrames` ahead when the pump comes: that many frames, one
+            // update more than the device holds (it refills its whole buffer at once after a
+            // late period, before the pump runs), rounded up to chunks, and the chunk the pump
+            // waits for before refilling.
+            let perChunk = max(1, Int((device.format.sampleRate * 0.020 / Double(update)).rounded()))
+            chunkFrames = min(4096, update * perChunk)
+            let floor = max(Self.minimumLeadFrames(device: device), ((device.periodCount ?? 3) + 1) * update)
+            let chunks = min(Self.maximumQueuedALBuffers - 1, (floor + chunkFrames - 1) / chunkFrames + 1)
+            leadFrames = chunks * chunkFrames
+            dryFrames = update + Int(device.format.sampleRate * 0.012)
+        }
         lane = try ConversionLane(format: format, deviceRate: device.format.sampleRate, chunkFrames: chunkFrames,
                                   quality: quality)
         var parameters = SourceParameters(channelCount: format.channelCount)
@@ -256,7 +271,7 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
         guard buffer.frameCount > 0 else { throw AudioError(.invalidParameter, "an empty buffer cannot be enqueued") }
         try device.perform { _ in
             try locked.withLock { st in
-                let source = try usable(st)
+                let source = try usable(&st)
                 guard !st.draining else {
                     throw AudioError(.invalidState,
                         "the voice is playing out its end (stop(immediately: false)); enqueue after it has stopped")
@@ -292,7 +307,7 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
     public func start(atHostTime hostTime: UInt64?) throws {
         try device.perform { _ in
             try locked.withLock { st in
-                let source = try usable(st)
+                let source = try usable(&st)
                 guard st.transport != .playing else { return }
                 if st.fade?.stopping == true { stopNow(&st, source: source, report: .stopped) }
                 st.fade = nil
@@ -322,7 +337,7 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
     public func pause() throws {
         try device.perform { _ in
             try locked.withLock { st in
-                let source = try usable(st)
+                let source = try usable(&st)
                 guard st.transport == .playing else { return }
                 st.transport = .paused
                 if st.scheduledStart != nil {
@@ -341,7 +356,7 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
     public func stop(immediately: Bool) throws {
         let fading = try device.perform { _ -> Bool in
             try locked.withLock { st -> Bool in
-                let source = try usable(st)
+                let source = try usable(&st)
                 guard immediately else {
                     guard !st.draining else { return false }
                     st.draining = true
@@ -476,7 +491,7 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
     private func adjustParameters(_ body: (inout SourceParameters, UInt32) throws -> Void) throws {
         try device.perform { _ in
             try locked.withLock { st in
-                let source = try usable(st)
+                let source = try usable(&st)
                 try body(&st.parameters, source)
             }
         }
@@ -530,9 +545,17 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
 
     // MARK: Helpers
 
-    func usable(_ st: State) throws -> UInt32 {
+    /// The device's `streamingLead` in frames.
+    static func minimumLeadFrames(device: OpenALDevice) -> Int {
+        Int((device.streamingLead * device.format.sampleRate).rounded(.up))
+    }
+
+    /// The voice's source, for a call that may change it: the voice is serviced at the next
+    /// pass, resting or not.
+    func usable(_ st: inout State) throws -> UInt32 {
         if let ended = st.ended { throw ended }
         guard let source = st.source else { throw AudioError(.invalidState, "the voice holds no OpenAL source") }
+        st.restUntil = nil
         return source
     }
 

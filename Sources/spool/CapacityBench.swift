@@ -80,7 +80,12 @@ enum CapacityBench {
                     let judged = run.keptUp ? "kept up" : "fell behind"
                     printError("spool: \(backend) \(quality), \(voices) voices: \(judged); \(run.dry) underruns, "
                                + "\(run.late) late periods (\(run.load.stalls) stalls), \(run.load.overruns) overruns, "
-                               + String(format: "peak load %.2f, mean %.3f", run.load.peakLoad, run.load.meanLoad))
+                               + String(format: "peak load %.2f, mean %.3f", run.load.peakLoad, run.load.meanLoad)
+                               + (run.pump.map { p in
+                                   String(format: "; pump %.3f of a core, longest pass %.1f ms (%.1f ms CPU), longest gap %.1f ms",
+                                          Double(p.cpuNanoseconds) * 1e-9 / seconds, Double(p.peakPassWallNanoseconds) * 1e-6,
+                                          Double(p.peakPassNanoseconds) * 1e-6, Double(p.longestGapNanoseconds) * 1e-6)
+                               } ?? ""))
                     return run
                 }
                 let (passed, failed) = (found.passed, found.failed)
@@ -161,6 +166,7 @@ enum CapacityBench {
         let backend: any PlaybackBackend
         let xruns: () -> Int
         let load: RenderLoad
+        var pump: PumpLoad?
         switch name {
         case "queue":
             let device = try NullDevice(configuration: configuration)
@@ -175,6 +181,7 @@ enum CapacityBench {
             backend = openAL
             xruns = { openAL.device.xrunCount }
             load = openAL.device.renderLoad ?? RenderLoad()
+            pump = openAL.device.pumpLoad
         }
         defer { (backend as? OpenALBackend)?.device.close() }
         var feeders: [VoiceFeeder] = []
@@ -191,10 +198,12 @@ enum CapacityBench {
         defer { for feeder in feeders { feeder.voice.dispose() } }
         Thread.sleep(forTimeInterval: 1)
         let underrunsBefore = feeders.reduce(0) { $0 + $1.voice.underrunCount }, xrunsBefore = xruns()
-        let loadBefore = load.snapshot
+        let loadBefore = load.snapshot, pumpBefore = pump?.snapshot
         load.resetPeak()
+        pump?.resetPeaks()
         Thread.sleep(forTimeInterval: seconds)
         return RealTimeRun(dry: feeders.reduce(0) { $0 + $1.voice.underrunCount } - underrunsBefore,
-                           late: xruns() - xrunsBefore, load: load.snapshot.since(loadBefore))
+                           late: xruns() - xrunsBefore, load: load.snapshot.since(loadBefore),
+                           pump: pumpBefore.flatMap { before in pump?.snapshot.since(before) })
     }
 }
