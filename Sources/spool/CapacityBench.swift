@@ -33,6 +33,9 @@ enum CapacityBench {
         let peakLoad: Double
         /// The mixes' CPU time at `voices`, as a share of the audio they made.
         let meanLoad: Double
+        /// Spool's OpenAL back-end: its pump's CPU time at `voices` (where its voices convert),
+        /// as a share of the audio played; nil where the mix does all the work.
+        let pumpLoad: Double?
         let periodFrames: Int
         let periodCount: Int
         var kind = "observed"
@@ -93,6 +96,7 @@ enum CapacityBench {
                 let row = Row(backend: backend, quality: quality.rawValue, resampler: resampler, voices: passed, failedAt: failed,
                               seconds: seconds, stalls: at.reduce(0) { $0 + $1.load.stalls },
                               peakLoad: at.map(\.load.peakLoad).max() ?? 0, meanLoad: at.last?.load.meanLoad ?? 0,
+                              pumpLoad: at.last?.pump.map { Double($0.cpuNanoseconds) * 1e-9 / seconds },
                               periodFrames: configuration.periodFrames, periodCount: configuration.periodCount)
                 printError("spool: \(backend) \(quality): \(passed) voices" + (failed.map { " (\($0) failed)" } ?? ""))
                 rows.append(row)
@@ -101,11 +105,14 @@ enum CapacityBench {
         print("voices sustained in real time, each a 44.1 kHz stereo sine converted to 48 kHz, on the null device at "
               + "\(configuration.periodFrames) × \(configuration.periodCount) frames; no underrun and no late period after "
               + "an overrun over \(String(format: "%g", seconds)) s (stalls: late periods with every render inside its period, "
-              + "the machine's); load: a period's mix in CPU time over its duration, at that count; observed")
-        print(BenchCommand.table(["backend", "quality", "resampler", "voices", "first failing", "stalls", "peak load", "mean load"],
+              + "the machine's); load: a period's mix in CPU time over its duration, at that count; pump load: the CPU time of "
+              + "the thread where Spool's OpenAL voices convert, over the audio played; observed")
+        print(BenchCommand.table(["backend", "quality", "resampler", "voices", "first failing", "stalls", "peak load", "mean load",
+                                  "pump load"],
                                  rows.map { r in
             [r.backend, r.quality, r.resampler, r.failedAt == nil ? "≥ \(r.voices) (all)" : "\(r.voices)",
-             r.failedAt.map { "\($0)" } ?? "—", "\(r.stalls)", String(format: "%.2f", r.peakLoad), String(format: "%.3f", r.meanLoad)]
+             r.failedAt.map { "\($0)" } ?? "—", "\(r.stalls)", String(format: "%.2f", r.peakLoad), String(format: "%.3f", r.meanLoad),
+             r.pumpLoad.map { String(format: "%.3f", $0) } ?? "—"]
         }))
         for quality in levels {
             let of = rows.filter { $0.quality == quality.rawValue }
