@@ -12,7 +12,10 @@ log=$(mktemp)
 realtime='SoundServerTests|PulseAudioTests'
 swift test --skip-build --skip "$realtime" 2>&1 | tee "$log"
 first=$(sed -n 's/.*Test run with \([0-9]*\) tests.* passed after.*/\1/p' "$log" | tail -1)
-swift test --skip-build --filter "$realtime" 2>&1 | tee "$log"
+# They time a real server on a shared machine, which can hold its threads off once (the
+# figures they print say by how much); a failure twice in a row fails.
+timed() { swift test --skip-build --filter "$realtime" 2>&1 | tee "$log"; }
+timed || { echo "the sound-server suites failed once; running them again"; timed; }
 second=$(sed -n 's/.*Test run with \([0-9]*\) tests.* passed after.*/\1/p' "$log" | tail -1)
 passed=$(( ${first:-0} + ${second:-0} ))
 rm -f "$log"
