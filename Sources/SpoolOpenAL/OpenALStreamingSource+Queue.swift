@@ -70,14 +70,16 @@ extension OpenALStreamingSource {
         reclaim(&st, source: source)
         if st.fade?.stopping == true { return nil }  // what is queued now is about to go
         guard st.transport == .playing else { return nil }
-        let ahead = try convert(&st, source: source, mayPad: mayPad)
+        var ahead: Int? = try convert(&st, source: source, mayPad: mayPad)
         if st.scheduledStart == nil, st.fade == nil, !st.queued.isEmpty {
             if !st.playingInAL {
                 play(&st, source: source)
             } else if Self.sourceState(source) == AL_STOPPED {
-                // It ran dry between `reclaim` and the queueing: unqueue what played, play the rest.
+                // It ran dry between `reclaim` and the queueing: unqueue what played, play the
+                // rest. What is ahead now is not what `convert` counted: no rest this pass.
                 reclaim(&st, source: source)
                 if !st.queued.isEmpty { play(&st, source: source) }
+                ahead = nil
             }
         }
         if st.draining, st.converterEnded, st.queued.isEmpty, !st.playingInAL, st.scheduledStart == nil {
