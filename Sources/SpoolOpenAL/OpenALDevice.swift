@@ -355,7 +355,7 @@ public final class OpenALDevice: Sendable {
     }
 
     /// What the pump's passes cost (Spool's voices convert there) and how far apart they came;
-    /// a loopback device has no pump (its passes run on the rendering thread) and reports none.
+    /// empty on a loopback device, whose passes run on the rendering thread.
     public var pumpLoad: PumpLoad { pump.load }
 
     /// Sets what to call, on the pump thread (or a loopback device's rendering thread), when

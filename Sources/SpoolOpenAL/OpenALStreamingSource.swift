@@ -191,13 +191,14 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
         } else {
             // In real time: chunks of whole updates, about 20 ms, so that a voice is refilled
             // (and its OpenAL source asked about) every few passes rather than at each. Never
-            // less than `minimumLeadFrames` ahead when the pump comes: that many frames, one
+            // less than the device's `streamingLead` ahead when the pump comes, or one
             // update more than the device holds (it refills its whole buffer at once after a
             // late period, before the pump runs), rounded up to chunks, and the chunk the pump
             // waits for before refilling.
             let perChunk = max(1, Int((device.format.sampleRate * 0.020 / Double(update)).rounded()))
             chunkFrames = min(4096, update * perChunk)
-            let floor = max(Self.minimumLeadFrames(device: device), ((device.periodCount ?? 3) + 1) * update)
+            let asked = Int((device.streamingLead * device.format.sampleRate).rounded(.up))
+            let floor = max(asked, ((device.periodCount ?? 3) + 1) * update)
             let chunks = min(Self.maximumQueuedALBuffers - 1, (floor + chunkFrames - 1) / chunkFrames + 1)
             leadFrames = chunks * chunkFrames
             dryFrames = update + Int(device.format.sampleRate * 0.012)
@@ -544,11 +545,6 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
     }
 
     // MARK: Helpers
-
-    /// The device's `streamingLead` in frames.
-    static func minimumLeadFrames(device: OpenALDevice) -> Int {
-        Int((device.streamingLead * device.format.sampleRate).rounded(.up))
-    }
 
     /// The voice's source, for a call that may change it: the voice is serviced at the next
     /// pass, resting or not.

@@ -55,6 +55,8 @@ enum CapacityBench {
         }
         let tone = try PCMBuffer(format: AudioFormat(sampleRate: 44_100, channelCount: 2),
                                  samples: MixBench.toneSamples(frames: 44_100, rate: 44_100, frequency: 441))
+        /// The pump's CPU time over a run's measured seconds.
+        func share(_ pump: PumpLoad.Snapshot) -> Double { Double(pump.cpuNanoseconds) * 1e-9 / seconds }
         var rows: [Row] = []
         for quality in levels {
             for backend in backends {
@@ -86,7 +88,7 @@ enum CapacityBench {
                                + String(format: "peak load %.2f, mean %.3f", run.load.peakLoad, run.load.meanLoad)
                                + (run.pump.map { p in
                                    String(format: "; pump %.3f of a core, longest pass %.1f ms (%.1f ms CPU), longest gap %.1f ms",
-                                          Double(p.cpuNanoseconds) * 1e-9 / seconds, Double(p.peakPassWallNanoseconds) * 1e-6,
+                                          share(p), Double(p.peakPassWallNanoseconds) * 1e-6,
                                           Double(p.peakPassNanoseconds) * 1e-6, Double(p.longestGapNanoseconds) * 1e-6)
                                } ?? ""))
                     return run
@@ -96,7 +98,7 @@ enum CapacityBench {
                 let row = Row(backend: backend, quality: quality.rawValue, resampler: resampler, voices: passed, failedAt: failed,
                               seconds: seconds, stalls: at.reduce(0) { $0 + $1.load.stalls },
                               peakLoad: at.map(\.load.peakLoad).max() ?? 0, meanLoad: at.last?.load.meanLoad ?? 0,
-                              pumpLoad: at.last?.pump.map { Double($0.cpuNanoseconds) * 1e-9 / seconds },
+                              pumpLoad: at.last?.pump.map(share),
                               periodFrames: configuration.periodFrames, periodCount: configuration.periodCount)
                 printError("spool: \(backend) \(quality): \(passed) voices" + (failed.map { " (\($0) failed)" } ?? ""))
                 rows.append(row)
