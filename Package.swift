@@ -60,9 +60,14 @@ let package = Package(
         .target(name: "SpoolDecoding", dependencies: ["SpoolCore", "CMPG123", "CVorbisFile", "CSndFile", "COpusFile"]),
         // The rate converters both back-ends use, so that they convert alike.
         .target(name: "SpoolResampling", dependencies: ["SpoolCore", "CSoxr", "CSampleRate", "CSpeexDSP", "CSwresample", "CSoundTouch"]),
-        .target(name: "SpoolBufferQueue", dependencies: ["SpoolCore", "SpoolResampling", "CALSA"]),
-        .target(name: "SpoolOpenAL", dependencies: ["SpoolCore", "SpoolResampling", "COpenAL"]),
-        .target(name: "Spool", dependencies: ["SpoolCore", "SpoolDecoding", "SpoolResampling", "SpoolBufferQueue", "SpoolOpenAL"]),
+        // The output devices both back-ends play through: ALSA, the clock-paced null device,
+        // the offline renderer, their render thread and the factory that picks one.
+        .target(name: "SpoolOutput", dependencies: ["SpoolCore", "CALSA"]),
+        .target(name: "SpoolBufferQueue", dependencies: ["SpoolCore", "SpoolResampling", "SpoolOutput"]),
+        .target(name: "SpoolOpenAL", dependencies: ["SpoolCore", "SpoolResampling", "SpoolOutput", "COpenAL"]),
+        .target(name: "Spool",
+                dependencies: ["SpoolCore", "SpoolDecoding", "SpoolResampling", "SpoolOutput", "SpoolBufferQueue",
+                               "SpoolOpenAL"]),
         .executableTarget(name: "spool", dependencies: ["Spool", "CPulseSimple"]),
 
         // MARK: - Examples
@@ -78,14 +83,14 @@ let package = Package(
         .testTarget(name: "SpoolCoreTests", dependencies: ["SpoolCore"]),
         .testTarget(name: "SpoolDecodingTests", dependencies: ["SpoolDecoding", "CAllocationCounter"]),
         .testTarget(name: "SpoolBufferQueueTests",
-                    dependencies: ["SpoolBufferQueue", "SpoolResampling", "SpoolDecoding", "CAllocationCounter",
+                    dependencies: ["SpoolBufferQueue", "SpoolOutput", "SpoolResampling", "SpoolDecoding", "CAllocationCounter",
                                    "SoundServerTestSupport"]),
         .testTarget(name: "SpoolOpenALTests",
-                    dependencies: ["SpoolOpenAL", "SpoolBufferQueue", "SpoolDecoding", "CAllocationCounter",
+                    dependencies: ["SpoolOpenAL", "SpoolOutput", "SpoolBufferQueue", "SpoolDecoding", "CAllocationCounter",
                                    "SoundServerTestSupport"]),
         .testTarget(name: "SpoolToolTests", dependencies: ["spool", "Spool"]),
         .testTarget(name: "SeamConformanceTests",
-                    dependencies: ["SpoolBufferQueue", "SpoolOpenAL", "SpoolDecoding", "Spool", "SoundServerTestSupport"]),
+                    dependencies: ["SpoolBufferQueue", "SpoolOutput", "SpoolOpenAL", "SpoolDecoding", "Spool", "SoundServerTestSupport"]),
         .testTarget(name: "SpoolResamplingTests", dependencies: ["SpoolResampling", "CAllocationCounter"]),
 
         // MARK: - Test support

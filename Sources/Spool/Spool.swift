@@ -2,5 +2,6 @@
 // so `import Spool` is all a program needs.
 @_exported import SpoolCore
 @_exported import SpoolDecoding
+@_exported import SpoolOutput
 @_exported import SpoolBufferQueue
 @_exported import SpoolOpenAL

@@ -1,5 +1,6 @@
 import Foundation
 import SpoolCore
+import SpoolOutput
 import Synchronization
 
 /// A callback-driven queue of buffers, the Audio Queue Services model: the program

@@ -1,5 +1,6 @@
 import Foundation
 import SpoolCore
+import SpoolOutput
 import Synchronization
 
 /// The buffer-queue back-end behind the `PlaybackBackend` seam: each voice is a

@@ -1,6 +1,7 @@
 internal import COpenAL
 import Foundation
 import SpoolCore
+import SpoolOutput
 import Synchronization
 
 extension OpenALDevice {
@@ -29,10 +30,40 @@ extension OpenALDevice {
         } catch {
             return false
         }
-        if !outcome.1 { clock?.stop() }
+        if !outcome.1 { stopNullDevice() }
         outcome.0.run()
         return outcome.1
     }
+
+    /// Starts Spool's null device rendering this loopback device, registered with
+    /// `ServiceThreads` so that the process's exit stops it before OpenAL Soft cleans up.
+    func startNullDevice() throws {
+        guard let nullDevice else { return }
+        let renderer = LoopbackRenderer(device: self)
+        let registration = ServiceThreads.starting(stop: { [nullDevice] in
+            renderer.stop()
+            nullDevice.stop()
+        })
+        nullRenderer.withLock { $0 = (renderer, registration) }
+        do {
+            try nullDevice.start(renderer: renderer)
+        } catch {
+            stopNullDevice()
+            throw error
+        }
+    }
+
+    /// Stops the null device's rendering (once the call returns it renders this device no
+    /// more, unless the call came on its own render thread, where it stops after the period).
+    func stopNullDevice() {
+        guard let nullDevice, let started = nullRenderer.withLock({ r in defer { r = nil }; return r }) else { return }
+        started.renderer.stop()
+        nullDevice.stop()
+        ServiceThreads.ended(started.registration)
+    }
+
+    /// The thread that renders the null device, 0 before it first rendered or for other kinds.
+    var nullRenderThreadID: UInt { nullRenderer.withLock { $0?.renderer.threadID.load(ordering: .acquiring) } ?? 0 }
 
     /// Renders one period of the null device to nowhere (`alcRenderSamplesSOFT`), on its clock thread.
     func renderToNowhere(_ buffer: UnsafeMutablePointer<Float>, frames: Int) {
@@ -80,104 +111,32 @@ final class PumpThread: Sendable {
     }
 }
 
-/// The null device's clock: renders the loopback device to nowhere at the pace a sound card
-/// would take audio, on absolute deadlines of `CLOCK_MONOTONIC` (no drift). On start it
-/// renders `periodCount` periods to fill its virtual buffer, then one every period; a period
-/// rendered too late for the virtual buffer counts as an xrun and refills it, as a card would.
-/// After each period it wakes the pump, which services the sources. The thread asks for
-/// real-time priority (`RenderPriority`).
-final class NullClock: Sendable {
-    let periodFrames: Int
-    let periodCount: Int
-    let sampleRate: Double
+/// What Spool's null device renders for OpenAL: the loopback device's whole mix
+/// (`alcRenderSamplesSOFT`), period by period, on the shared `NullDevice`'s clock-paced render
+/// thread, which times it with its `RenderLoad` and counts its late periods. After each period
+/// it wakes the pump, which services the sources. It holds the OpenAL device only while it
+/// renders, so the device can go away (and its `deinit` run) between periods; once the device
+/// is gone, or once the process's exit has stopped it, it renders silence.
+final class LoopbackRenderer: AudioRenderer {
+    private weak let device: OpenALDevice?
     private let stopped = Atomic<Bool>(false)
-    /// The thread's `pthread_self()`, 0 until it runs.
+    /// The render thread's `pthread_self()`, 0 until it first renders.
     let threadID = Atomic<UInt>(0)
-    /// Host time at which everything rendered so far will have been played; 0 when stopped.
-    private let drainTime = Atomic<UInt64>(0)
-    private let xruns = Atomic<Int>(0)
-    /// What its periods' renders cost (`alcRenderSamplesSOFT`: OpenAL Soft's whole mix), and
-    /// which late periods were stalls.
-    let load = RenderLoad()
 
-    init(periodFrames: Int, periodCount: Int, sampleRate: Double) {
-        self.periodFrames = periodFrames
-        self.periodCount = periodCount
-        self.sampleRate = sampleRate
-    }
+    init(device: OpenALDevice) { self.device = device }
 
-    var xrunCount: Int { xruns.load(ordering: .relaxed) }
-
-    /// Frames rendered and not yet played by the virtual device.
-    func queuedFrames(now: UInt64) -> Int {
-        let drain = drainTime.load(ordering: .relaxed)
-        guard drain > now else { return 0 }
-        return Int((Double(drain - now) * 1e-9 * sampleRate).rounded())
-    }
-
-    func start(device: OpenALDevice) {
-        let running = ServiceThreads.starting(stop: { [self] in stop() })
-        let thread = Thread { [weak device, self] in
-            defer { ServiceThreads.ended(running) }
-            threadID.store(UInt(pthread_self()), ordering: .releasing)
-            Thread.current.name = "spool-al-null"
-            // The mixer of this device: real-time, as the queue engine's render thread and as
-            // OpenAL Soft's own mixer thread on a sound card.
-            RenderPriority.requestRealTime()
-            run(device: { device })
+    func render(into buffer: UnsafeMutablePointer<Float>, frames: Int, timestamp: RenderTimestamp) {
+        if threadID.load(ordering: .relaxed) == 0 { threadID.store(UInt(pthread_self()), ordering: .releasing) }
+        guard !stopped.load(ordering: .acquiring), let device else {
+            buffer.update(repeating: 0, count: frames * 2)
+            return
         }
-        thread.start()
+        device.renderToNowhere(buffer, frames: frames)
+        device.pump.wake()
     }
 
-    func stop() {
-        stopped.store(true, ordering: .releasing)
-        drainTime.store(0, ordering: .relaxed)
-    }
-
-    private func run(device: () -> OpenALDevice?) {
-        let buffer = UnsafeMutablePointer<Float>.allocate(capacity: periodFrames * 2)
-        defer { buffer.deallocate() }
-        let nanosecondsPerFrame = 1e9 / sampleRate
-        // The virtual device began playing frame `anchorFrame` at `anchorTime`; deadlines
-        // come from this anchor, never from the previous wake-up.
-        var anchorTime = HostTime.now()
-        var anchorFrame: Int64 = 0
-        var rendered: Int64 = 0
-        func hostTime(ofFrame frame: Int64) -> UInt64 {
-            anchorTime &+ UInt64((Double(frame - anchorFrame) * nanosecondsPerFrame).rounded())
-        }
-        let period = Int64(periodFrames)
-        let periodNanoseconds = Int((Double(periodFrames) * nanosecondsPerFrame).rounded())
-        var overranSinceWake = false
-        while !stopped.load(ordering: .acquiring) {
-            // Holds the device only while rendering, so it can go away between periods.
-            let alive: Bool = {
-                guard let device = device() else { return false }
-                let periods = rendered == anchorFrame ? periodCount : 1  // fill the virtual buffer first
-                for _ in 0..<periods {
-                    if load.measure(periodNanoseconds: periodNanoseconds, {
-                        device.renderToNowhere(buffer, frames: periodFrames)
-                    }) { overranSinceWake = true }
-                    rendered += period
-                }
-                device.pump.wake()
-                return true
-            }()
-            guard alive, !stopped.load(ordering: .acquiring) else { break }
-            drainTime.store(hostTime(ofFrame: rendered), ordering: .relaxed)
-            // The next period is due once the virtual play head has taken one more.
-            HostTime.sleep(until: hostTime(ofFrame: rendered - Int64(periodCount - 1) * period))
-            let now = HostTime.now()
-            if now >= hostTime(ofFrame: rendered) {
-                anchorTime = now
-                anchorFrame = rendered
-                load.late(afterOverrun: overranSinceWake)
-                xruns.add(1, ordering: .relaxed)
-            }
-            overranSinceWake = false
-        }
-        drainTime.store(0, ordering: .relaxed)
-    }
+    /// Renders silence from now on without touching the OpenAL device.
+    func stop() { stopped.store(true, ordering: .releasing) }
 }
 
 /// The devices' pump and clock threads that are running, so that the process can stop them

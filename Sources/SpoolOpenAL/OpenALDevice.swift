@@ -1,6 +1,7 @@
 internal import COpenAL
 import Foundation
 import SpoolCore
+import SpoolOutput
 import Synchronization
 
 /// An OpenAL Soft output device with its one context: the sound server (the default or a
@@ -96,7 +97,11 @@ public final class OpenALDevice: Sendable {
     let eventHandler = Locked<(@Sendable (OutputDeviceEvent) -> Void)?>(nil)
     let pump = PumpThread()
     private let streamingLeadMicroseconds = Atomic<Int>(40_000)
-    let clock: NullClock?
+    /// Spool's null device: the shared clock-paced `NullDevice`, rendering this loopback
+    /// device through `LoopbackRenderer`; nil for other kinds.
+    let nullDevice: NullDevice?
+    /// What `nullDevice` renders, and its registration with `ServiceThreads`.
+    let nullRenderer = Locked<(renderer: LoopbackRenderer, registration: Int)?>(nil)
     let renderState = Locked(RenderState())
     /// Tests set this to take the device-lost path without a sound server.
     let forcedDisconnect = Atomic<Bool>(false)
@@ -182,7 +187,7 @@ public final class OpenALDevice: Sendable {
             rendersBySpool = false
             updateNanoseconds = Int64(Double(updateFrames) / Double(rate) * 1e9)
             settleNanoseconds = 2 * updateNanoseconds
-            clock = nil
+            nullDevice = nil
         case .null(let configuration), .loopback(let configuration):
             let configuration = try configuration.validated()
             guard configuration.channelCount == 2 else {
@@ -217,8 +222,7 @@ public final class OpenALDevice: Sendable {
             // Between two render calls of a loopback device nothing mixes, so one period
             // after a change it has been mixed in; the null device renders on its own thread.
             settleNanoseconds = isNull ? 2 * updateNanoseconds : updateNanoseconds
-            clock = isNull ? NullClock(periodFrames: configuration.periodFrames, periodCount: configuration.periodCount,
-                                       sampleRate: rate) : nil
+            nullDevice = isNull ? try NullDevice(configuration: configuration) : nil
         }
         shared = Locked(Shared(sourceLimit: sourceLimit))
         try context.withCurrent {
@@ -232,7 +236,7 @@ public final class OpenALDevice: Sendable {
             pump.start(device: self, interval: min(0.010, max(0.002, Double(updateNanoseconds) * 0.5e-9)))
         case .null:
             pump.start(device: self, interval: 0.010)
-            clock?.start(device: self)
+            try startNullDevice()
         case .loopback:
             break  // `render` services the voices itself
         }
@@ -240,7 +244,7 @@ public final class OpenALDevice: Sendable {
 
     deinit {
         pump.stop()
-        clock?.stop()
+        stopNullDevice()
         // No voice or static buffer holds the device any more: every source is free or
         // retired. Delete what OpenAL still holds before the handles close the context and device.
         let generated = shared.withLock { $0.generatedSources }
@@ -293,7 +297,7 @@ public final class OpenALDevice: Sendable {
             return deliveries
         }) ?? Deliveries()
         pump.stop()
-        clock?.stop()
+        stopNullDevice()
         deliveries.run()
     }
 
@@ -324,7 +328,7 @@ public final class OpenALDevice: Sendable {
     /// behind. The sound server's latency for a real device; the virtual buffer for the null
     /// device; 0 for a loopback device.
     public var outputLatency: Double {
-        if let clock { return Double(clock.queuedFrames(now: HostTime.now())) / format.sampleRate }
+        if let nullDevice { return Double(nullDevice.queuedFrames) / format.sampleRate }
         return deviceLatency
     }
 
@@ -332,11 +336,11 @@ public final class OpenALDevice: Sendable {
     public var renderedFrames: Int { Int(renderState.withLock { $0.renderedFrames }) }
 
     /// Times the null device's thread woke too late and restarted its virtual buffer.
-    public var xrunCount: Int { clock?.xrunCount ?? 0 }
+    public var xrunCount: Int { nullDevice?.xrunCount ?? 0 }
 
     /// What the null device's periods cost OpenAL Soft's mixer, and which late periods were
     /// the machine's stalls rather than its overruns; nil on other devices.
-    public var renderLoad: RenderLoad? { clock?.load }
+    public var renderLoad: RenderLoad? { nullDevice?.renderLoad }
 
     /// How far ahead of OpenAL's mixer, at least, a streaming voice made after this is set
     /// keeps audio converted on a device that mixes in real time, in seconds (40 ms unless set):

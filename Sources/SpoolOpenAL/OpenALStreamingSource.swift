@@ -1,6 +1,7 @@
 internal import COpenAL
 import Foundation
 import SpoolCore
+import SpoolOutput
 import SpoolResampling
 import Synchronization
 
@@ -473,8 +474,8 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
                 return values[1]
             }
         }) ?? 0
-        if let clock = device.clock {
-            return (openAL + Double(clock.queuedFrames(now: HostTime.now())) / device.format.sampleRate, true)
+        if let nullDevice = device.nullDevice {
+            return (openAL + Double(nullDevice.queuedFrames) / device.format.sampleRate, true)
         }
         if device.rendersOnDemand { return (openAL, true) }
         if openAL != 0 {

@@ -2,6 +2,7 @@ import Foundation
 import SpoolBufferQueue
 import SoundServerTestSupport
 import SpoolCore
+import SpoolOutput
 import Synchronization
 import Testing
 @testable import SpoolOpenAL

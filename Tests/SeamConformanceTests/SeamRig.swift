@@ -1,6 +1,7 @@
 import Foundation
 import SpoolBufferQueue
 import SpoolCore
+import SpoolOutput
 import SpoolOpenAL
 import Synchronization
 import Testing

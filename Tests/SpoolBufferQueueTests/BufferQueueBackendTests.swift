@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import Synchronization
 import SpoolCore
+import SpoolOutput
 import SpoolDecoding
 @testable import SpoolBufferQueue
 

@@ -1,5 +1,6 @@
 import Foundation
 import SpoolCore
+import SpoolOutput
 import Synchronization
 import Testing
 @testable import SpoolBufferQueue

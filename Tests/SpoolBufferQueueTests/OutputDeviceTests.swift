@@ -1,6 +1,7 @@
 import CAllocationCounter
 import Foundation
 import SpoolCore
+@testable import SpoolOutput
 import SpoolDecoding
 import Synchronization
 import SoundServerTestSupport

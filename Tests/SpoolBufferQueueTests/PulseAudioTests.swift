@@ -2,6 +2,7 @@ import CAllocationCounter
 import Foundation
 import SoundServerTestSupport
 import SpoolCore
+import SpoolOutput
 import Synchronization
 import Testing
 @testable import SpoolBufferQueue

@@ -2,6 +2,7 @@ import CAllocationCounter
 import Foundation
 import Testing
 import SpoolCore
+@testable import SpoolOutput
 @testable import SpoolBufferQueue
 @testable import SpoolResampling
 

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import SpoolCore
+import SpoolOutput
 @testable import SpoolBufferQueue
 
 /// An offline engine at `rate`/`channels` with small periods, started.

@@ -1,5 +1,6 @@
 import Foundation
 import SpoolCore
+import SpoolOutput
 import Synchronization
 import Testing
 @testable import SpoolOpenAL
@@ -94,7 +95,7 @@ struct DeviceTests {
         #expect(device.renderedFrames > Int(0.3 * 48_000))
         // On the pump thread, never on the thread that renders (the null device's mixer).
         let pumpThread = device.pump.threadID.load(ordering: .acquiring)
-        let mixerThread = try #require(device.clock).threadID.load(ordering: .acquiring)
+        let mixerThread = device.nullRenderThreadID
         #expect(threads.withLock { $0 } == [pumpThread])
         #expect(pumpThread != mixerThread && mixerThread != 0)
         return true

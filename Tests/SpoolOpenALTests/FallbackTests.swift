@@ -1,5 +1,6 @@
 import Foundation
 import SpoolCore
+import SpoolOutput
 import Testing
 @testable import SpoolOpenAL
 
