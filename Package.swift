@@ -43,7 +43,7 @@ let package = Package(
         .systemLibrary(
             name: "COpusFile", path: "Sources/COpusFile", pkgConfig: "opusfile",
             providers: [.apt(["libopusfile-dev"])]),
-        // The tool's acoustic check records the sound server's monitor through it. No
+        // SpoolOutput records the sound server's monitor through it. No
         // `pkgConfig:` here: libpulse's .pc files add `-pthread -D_REENTRANT`, which SwiftPM
         // refuses with a warning; its headers are in /usr/include and the module map links it.
         .systemLibrary(
@@ -62,13 +62,15 @@ let package = Package(
         .target(name: "SpoolResampling", dependencies: ["SpoolCore", "CSoxr", "CSampleRate", "CSpeexDSP", "CSwresample", "CSoundTouch"]),
         // The output devices both back-ends play through: ALSA, the clock-paced null device,
         // the offline renderer, their render thread and the factory that picks one.
-        .target(name: "SpoolOutput", dependencies: ["SpoolCore", "CALSA"]),
+        .target(name: "SpoolOutput", dependencies: ["SpoolCore", "CALSA", "CPulseSimple"]),
         .target(name: "SpoolBufferQueue", dependencies: ["SpoolCore", "SpoolResampling", "SpoolOutput"]),
         .target(name: "SpoolOpenAL", dependencies: ["SpoolCore", "SpoolResampling", "SpoolOutput", "COpenAL"]),
         .target(name: "Spool",
                 dependencies: ["SpoolCore", "SpoolDecoding", "SpoolResampling", "SpoolOutput", "SpoolBufferQueue",
                                "SpoolOpenAL"]),
-        .executableTarget(name: "spool", dependencies: ["Spool", "CPulseSimple"]),
+        // Every `spool bench` measurement and the one harness they share; not a product.
+        .target(name: "SpoolBenchmarks", dependencies: ["Spool"]),
+        .executableTarget(name: "spool", dependencies: ["Spool", "SpoolBenchmarks"]),
 
         // MARK: - Examples
 
@@ -84,14 +86,14 @@ let package = Package(
         .testTarget(name: "SpoolDecodingTests", dependencies: ["SpoolDecoding", "CAllocationCounter"]),
         .testTarget(name: "SpoolBufferQueueTests",
                     dependencies: ["SpoolBufferQueue", "SpoolOutput", "SpoolResampling", "SpoolDecoding", "CAllocationCounter",
-                                   "SoundServerTestSupport"]),
+                                   "SoundServerTestSupport", "SpoolBenchmarks"]),
         .testTarget(name: "SpoolOpenALTests",
                     dependencies: ["SpoolOpenAL", "SpoolOutput", "SpoolBufferQueue", "SpoolDecoding", "CAllocationCounter",
-                                   "SoundServerTestSupport"]),
-        .testTarget(name: "SpoolToolTests", dependencies: ["spool", "Spool"]),
+                                   "SoundServerTestSupport", "SpoolBenchmarks"]),
+        .testTarget(name: "SpoolToolTests", dependencies: ["spool", "Spool", "SpoolBenchmarks"]),
         .testTarget(name: "SeamConformanceTests",
                     dependencies: ["SpoolBufferQueue", "SpoolOutput", "SpoolOpenAL", "SpoolDecoding", "Spool", "SoundServerTestSupport"]),
-        .testTarget(name: "SpoolResamplingTests", dependencies: ["SpoolResampling", "CAllocationCounter"]),
+        .testTarget(name: "SpoolResamplingTests", dependencies: ["SpoolResampling", "CAllocationCounter", "SpoolBenchmarks"]),
 
         // MARK: - Test support
 

@@ -1,5 +1,6 @@
 import Foundation
 import Spool
+import SpoolBenchmarks
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,5 +1,6 @@
 import Foundation
 import Spool
+import SpoolBenchmarks
 
 /// `spool effects DIR [NAME…]`: loads a folder of sounds and plays each in turn.
 enum EffectsCommand {

@@ -1,5 +1,6 @@
 import Foundation
 import Spool
+import SpoolBenchmarks
 
 /// `spool info [--json] FILE…`
 enum InfoCommand {
@@ -73,10 +74,4 @@ enum InfoCommand {
         for warning in r.warnings { lines.append("  warning     \(warning)") }
         return lines.joined(separator: "\n")
     }
-}
-
-/// An error already reported on stderr; only the exit status is left to set.
-struct ExitFailure: Error {
-    let error: AudioError
-    init(_ error: AudioError) { self.error = error }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Spool
+import SpoolBenchmarks
 
 /// The OpenAL back-end on the output the command line names.
 enum OpenALPlaybackOutput {

@@ -1,5 +1,6 @@
 import Foundation
 import Spool
+import SpoolBenchmarks
 
 extension PlaySession {
     /// Frames rendered between two looks at the player.

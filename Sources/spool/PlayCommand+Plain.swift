@@ -1,5 +1,6 @@
 import Foundation
 import Spool
+import SpoolBenchmarks
 
 extension PlaySession {
     /// Plays the files in real time without a terminal (a pipe, a log, CI): plain lines on

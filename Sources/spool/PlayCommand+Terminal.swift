@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Spool
+import SpoolBenchmarks
 
 extension PlaySession {
     /// Where to go when a key ends a file's turn.

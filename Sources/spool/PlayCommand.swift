@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Spool
+import SpoolBenchmarks
 
 /// `spool play FILE… [--backend queue|openal] [--output default|null|alsa:NAME|wav:PATH] …`:
 /// plays files one after another, without a gap, through a `Playlist`, with a status display

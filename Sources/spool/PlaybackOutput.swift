@@ -1,5 +1,6 @@
 import Foundation
 import Spool
+import SpoolBenchmarks
 
 /// A back-end opened on the output the command line names, with what an offline render needs.
 struct PlaybackOutput {

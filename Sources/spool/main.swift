@@ -1,5 +1,6 @@
 import Foundation
 import Spool
+import SpoolBenchmarks
 
 /// `spool`: inspect, decode, play and benchmark audio with Spool.
 let usage = """
@@ -18,11 +19,6 @@ let usage = """
 
     'spool <command> --help' tells more.
     """
-
-/// Writes a line to standard error.
-func printError(_ text: String) {
-    FileHandle.standardError.write(Data((text + "\n").utf8))
-}
 
 /// The subcommands, for the hint after a usage error.
 let commands: Set<String> = ["info", "decode", "play", "effects", "bench"]

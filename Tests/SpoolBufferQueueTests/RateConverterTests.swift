@@ -4,6 +4,7 @@ import SpoolCore
 import Testing
 @testable import SpoolBufferQueue
 @testable import SpoolResampling
+@testable import SpoolBenchmarks
 
 @Suite("RateConverter")
 struct RateConverterTests {

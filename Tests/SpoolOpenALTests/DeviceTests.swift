@@ -4,6 +4,7 @@ import SpoolOutput
 import Synchronization
 import Testing
 @testable import SpoolOpenAL
+@testable import SpoolBenchmarks
 
 @Suite("OpenAL devices")
 struct DeviceTests {

@@ -2,6 +2,7 @@ import Foundation
 import SpoolCore
 import Testing
 @testable import SpoolOpenAL
+@testable import SpoolBenchmarks
 
 /// OpenAL Soft converting by itself, the benchmarks' peer: its resamplers are listed, and each
 /// converts a sine to the device rate at the quality its order gives.

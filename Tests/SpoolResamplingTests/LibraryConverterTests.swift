@@ -3,6 +3,7 @@ import Foundation
 import SpoolCore
 import Testing
 @testable import SpoolResampling
+@testable import SpoolBenchmarks
 
 /// The libspeexdsp and libswresample converters keep the `RateConverter` contract: the length
 /// ⌈input × ratio⌉ after the flush, output frame `k` at input instant `k / ratio`, `delayFrames`

@@ -1,8 +1,8 @@
 import Foundation
 import SpoolCore
 import Testing
-@testable import spool
 import Spool
+@testable import SpoolBenchmarks
 
 /// The mix the benchmark times is the mix it claims: its output equals the sum of its voices'
 /// sines, computed here from the formula, not from the engine.

@@ -13,7 +13,7 @@ import Spool
 ///   - played: The sound's frames played so far.
 ///   - latency: The output's latency, in seconds, as the sound reports it.
 /// - Returns: Seconds, or nil when no frame played within `timeout`.
-func firstFrameHeard(since: UInt64, rate: Double, timeout: Double = 2, played: () -> Int,
+package func firstFrameHeard(since: UInt64, rate: Double, timeout: Double = 2, played: () -> Int,
                      latency: () -> Double) -> Double? {
     let deadline = HostTime.now() + HostTime.nanoseconds(timeout)
     while HostTime.now() < deadline {

@@ -42,8 +42,8 @@ enum DecodeBench {
     }
 
     static func run(_ words: [String]) throws {
-        let args = try Arguments(words, valued: ["repeat", "json"], switches: ["help"])
-        if args.has("help") { print(BenchCommand.help); return }
+        guard let bench = try BenchInvocation(words, valued: ["repeat"]) else { return }
+        let args = bench.arguments
         guard !args.operands.isEmpty else { throw UsageError("bench decode needs at least one FILE") }
         let repeats = try args.int("repeat", in: 1...1000) ?? 5
         let spool = ProcessTimer.selfExecutable
@@ -80,7 +80,7 @@ enum DecodeBench {
             printError("spool: warning: /dev/null is not a character device here, and no other discarding device was found: output costs what writing a file costs")
         }
         print("whole processes writing PCM to \(sink.path), median of \(repeats) alternating runs (spread: fastest–slowest); observed")
-        print(BenchCommand.table(
+        print(BenchTable.render(
             ["file", "codec", "frames", "spool ms", "spread", "cpu ms", "peer", "out", "peer ms", "spread", "cpu ms", "ratio"],
             rows.map { r in
                 [URL(fileURLWithPath: r.file).lastPathComponent, r.codec, "\(r.frames)",
@@ -89,7 +89,7 @@ enum DecodeBench {
                  ms(r.peerMedianSeconds), "\(ms(r.peerMinSeconds))–\(ms(r.peerMaxSeconds))", ms(r.peerCPUSeconds),
                  String(format: "%.2f", r.ratio)]
             }))
-        if let json = args.string("json") { try BenchCommand.writeJSON(rows, to: json) }
+        try bench.writeReport(rows)
     }
 
     private static func ms(_ seconds: Double) -> String { String(format: "%.1f", seconds * 1000) }

@@ -37,9 +37,10 @@ enum ResampleBench {
     }
 
     static func run(_ words: [String]) throws {
-        let args = try Arguments(
-            words, valued: ["seconds", "repeats", "resamplers", "peers", "json"], switches: ["quick", "no-peer", "help"])
-        if args.has("help") { print(BenchCommand.help); return }
+        guard let bench = try BenchInvocation(
+            words, valued: ["seconds", "repeats", "resamplers", "peers"], switches: ["quick", "no-peer"]
+        ) else { return }
+        let args = bench.arguments
         let quick = args.has("quick")
         let seconds = try args.double("seconds", in: 0.05...120) ?? (quick ? 0.2 : 3)
         let repeats = try args.int("repeats", in: 1...101) ?? (quick ? 3 : 5)
@@ -105,17 +106,17 @@ enum ResampleBench {
                 }
             }
         }
-        print(BenchCommand.table(
+        print(BenchTable.render(
             ["resampler", "kHz", "ch", "SNR 1k dB", "SNR hi dB", "alias/image dB", "freq err %", "Mframes/s",
              "varispeed Mframes/s"],
             tableRows))
         print("")
         print("summary per resampler (worst over the conversions and channel counts; speed stereo 44.1→48 and the slowest stereo conversion):")
-        print(BenchCommand.table(
+        print(BenchTable.render(
             ["resampler", "min SNR dB", "max alias/image dB", "max |freq err| %", "Mframes/s 44.1→48",
              "slowest Mframes/s", "varispeed 44.1→48", "engine use"],
             summary(measured)))
-        if let json = args.string("json") { try BenchCommand.writeJSON(rows, to: json) }
+        try bench.writeReport(rows)
     }
 
     /// The kinds `--resamplers` names (comma-separated `RateConverterKind` names), or all.

@@ -3,8 +3,8 @@ import Spool
 
 /// `spool bench <name> …`: the benchmarks. Each prints a table on stdout and, with
 /// `--json PATH`, writes the same figures as JSON.
-enum BenchCommand {
-    static let help = """
+package enum BenchCommand {
+    package static let help = """
         usage: spool bench <benchmark> [options]
 
         benchmarks:
@@ -51,7 +51,7 @@ enum BenchCommand {
                 0.75 by default, and its duration and frequency errors; --sweep compares settings
         """
 
-    static func run(_ words: [String]) throws {
+    package static func run(_ words: [String]) throws {
         guard let name = words.first else { throw UsageError("bench needs a benchmark name\n\(help)") }
         let rest = Array(words.dropFirst())
         switch name {
@@ -79,34 +79,5 @@ enum BenchCommand {
             if word.hasPrefix("--device-rate=") { return "--rate=" + word.dropFirst("--device-rate=".count) }
             return word
         }
-    }
-
-    /// Writes `value` as pretty JSON to `path`.
-    static func writeJSON<T: Encodable>(_ value: T, to path: String) throws {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        do { try encoder.encode(value).write(to: URL(fileURLWithPath: path)) } catch {
-            throw AudioError(.writeFailed, "\(path): cannot write the JSON report", underlying: error)
-        }
-    }
-
-    /// Seconds on the monotonic clock.
-    static func now() -> Double {
-        var t = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &t)
-        return Double(t.tv_sec) + Double(t.tv_nsec) * 1e-9
-    }
-
-    /// Formats rows as an aligned table.
-    static func table(_ header: [String], _ rows: [[String]]) -> String {
-        let widths = header.indices.map { i in ([header] + rows).map { $0[i].count }.max() ?? 0 }
-        func line(_ cells: [String]) -> String {
-            cells.enumerated().map { i, cell in
-                i == 0 ? cell.padding(toLength: widths[i], withPad: " ", startingAt: 0)
-                    : String(repeating: " ", count: widths[i] - cell.count) + cell
-            }.joined(separator: "  ")
-        }
-        return ([line(header), String(repeating: "-", count: widths.reduce(0, +) + 2 * (widths.count - 1))]
-                + rows.map(line)).joined(separator: "\n")
     }
 }

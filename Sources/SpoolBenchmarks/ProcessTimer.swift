@@ -1,4 +1,5 @@
 import Foundation
+import SpoolCore
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -29,14 +30,14 @@ enum ProcessTimer {
         var argv: [UnsafeMutablePointer<CChar>?] = command.map { strdup($0) } + [nil]
         defer { for p in argv { free(p) } }
         var pid: pid_t = 0
-        let start = BenchCommand.now()
+        let start = HostTime.seconds(from: 0, to: HostTime.now())
         guard posix_spawnp(&pid, command[0], &actions, nil, &argv, environ) == 0 else { return nil }
         var status: Int32 = 0
         var usage = rusage()
         while wait4(pid, &status, 0, &usage) < 0 {
             guard errno == EINTR else { return nil }
         }
-        let wall = BenchCommand.now() - start
+        let wall = HostTime.seconds(from: 0, to: HostTime.now()) - start
         // WIFEXITED && WEXITSTATUS == 0
         guard status & 0x7F == 0, (status >> 8) & 0xFF == 0 else { return nil }
         func seconds(_ t: timeval) -> Double { Double(t.tv_sec) + Double(t.tv_usec) * 1e-6 }

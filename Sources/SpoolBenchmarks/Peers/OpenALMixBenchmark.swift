@@ -2,6 +2,8 @@
 import Glibc
 #endif
 import SpoolCore
+import SpoolOpenAL
+import SpoolResampling
 
 /// Measures Spool's OpenAL back-end mixing `voices` streaming voices on a loopback device, as
 /// fast as the CPU allows: its row of `spool bench mix` (OpenAL Soft converting by itself is
@@ -26,7 +28,7 @@ import SpoolCore
 /// - Returns: Wall-clock seconds and this thread's CPU seconds
 ///   (`clock_gettime(CLOCK_THREAD_CPUTIME_ID)`) for the rendering, after one warm-up period.
 /// - Throws: `.invalidParameter` for a count out of range; OpenAL errors.
-public func benchmarkOpenALMix(voices: Int, seconds: Double, rate: Double, periodFrames: Int,
+package func benchmarkOpenALMix(voices: Int, seconds: Double, rate: Double, periodFrames: Int,
                                channelCount: Int = 2, convertedShare: Double = 0.5, quality: ResamplingQuality = .default,
                                checkFrames: Int = 4800,
                                check: ((_ rendered: [Float], _ framesTimed: Int) -> Void)? = nil) throws -> (renderSeconds: Double, cpuSeconds: Double) {

@@ -32,8 +32,8 @@ final class OpenALLatencyProbe: LatencyProbe {
     let buffer: PCMBuffer
     let bufferCount: Int
     let periods: Int
-    private let refill = LockedBox(false)
-    private let ledger = LockedBox(Ledger())
+    private let refill = Locked(false)
+    private let ledger = Locked(Ledger())
 
     struct Ledger {
         var enqueued = 0
@@ -49,8 +49,8 @@ final class OpenALLatencyProbe: LatencyProbe {
                                samples: MixBench.toneSamples(frames: bufferFrames, rate: rate, frequency: 440))
         let refill = self.refill, ledger = self.ledger, voice = self.voice, buffer = self.buffer
         voice.setBufferConsumedHandler { [weak voice] _ in
-            guard let voice, refill.value else { return }
-            ledger.value.enqueued += buffer.frameCount
+            guard let voice, refill.withLock({ $0 }) else { return }
+            ledger.withLock { $0.enqueued += buffer.frameCount }
             try? voice.enqueue(buffer)
         }
     }
@@ -76,7 +76,7 @@ final class OpenALLatencyProbe: LatencyProbe {
     }
 
     func measureStarts(count: Int) throws -> (latencies: [Double], timedOut: Int) {
-        refill.value = false
+        refill.withLock { $0 = false }
         var random = SplitMix(seed: 7)  // the same start phases as the queue probe
         var latencies: [Double] = []
         var timedOut = 0
@@ -129,10 +129,10 @@ final class OpenALLatencyProbe: LatencyProbe {
 
     func measureSteady(seconds: Double) throws -> (latencies: [Double], turnarounds: [Double]?, underruns: Int, xruns: Int) {
         let rate = backend.device.format.sampleRate
-        ledger.value = Ledger()
-        refill.value = true
+        ledger.withLock { $0 = Ledger() }
+        refill.withLock { $0 = true }
         for _ in 0..<bufferCount {
-            ledger.value.enqueued += buffer.frameCount
+            ledger.withLock { $0.enqueued += buffer.frameCount }
             try voice.enqueue(buffer)
         }
         try voice.start()
@@ -142,11 +142,11 @@ final class OpenALLatencyProbe: LatencyProbe {
         let end = HostTime.now() + HostTime.nanoseconds(seconds)
         while HostTime.now() < end {
             Thread.sleep(forTimeInterval: 0.01)
-            let ahead = Double(ledger.value.enqueued - voice.framesPlayed) / rate
+            let ahead = Double(ledger.withLock { $0.enqueued } - voice.framesPlayed) / rate
             latencies.append(max(0, ahead) + voice.outputLatency)
         }
         let result: ([Double], [Double]?, Int, Int) = (latencies, nil, voice.underrunCount - underruns0, backend.device.xrunCount - xruns0)
-        refill.value = false
+        refill.withLock { $0 = false }
         try voice.stop(immediately: true)
         return result
     }

@@ -43,8 +43,8 @@ enum EffectsBench {
     }
 
     static func run(_ words: [String]) throws {
-        let args = try Arguments(words, valued: ["voices", "seconds", "runs", "triggers", "json"], switches: ["help"])
-        if args.has("help") { print(BenchCommand.help); return }
+        guard let bench = try BenchInvocation(words, valued: ["voices", "seconds", "runs", "triggers"]) else { return }
+        let args = bench.arguments
         let voices = try args.int("voices", in: 1...256) ?? 64
         let seconds = try args.double("seconds", in: 0.5...60) ?? 5
         let runs = try args.int("runs", in: 1...20) ?? 3
@@ -61,7 +61,7 @@ enum EffectsBench {
         }
         print("\(voices) sound effects at once, 48 kHz stereo, \(String(format: "%g", seconds)) s rendered offline; "
               + "CPU time of the rendering thread, median of \(runs) runs; observed")
-        print(BenchCommand.table(["path", "cpu ms", "× real time", "cpu % per voice", "× openal static"], mix.map { r in
+        print(BenchTable.render(["path", "cpu ms", "× real time", "cpu % per voice", "× openal static"], mix.map { r in
             [r.path, String(format: "%.1f", r.cpuSeconds * 1000), String(format: "%.0f", r.realTimeFactor),
              String(format: "%.4f", r.cpuPercentPerVoice),
              String(format: "%.2f", r.realTimeFactor / (mix.last?.realTimeFactor ?? r.realTimeFactor))]
@@ -70,11 +70,11 @@ enum EffectsBench {
         var trigger: [TriggerRow] = []
         for backend in ["queue", "openal"] { trigger.append(try measureTriggers(backend, count: triggers)) }
         print("\nplay() → first frame leaving the null device, \(triggers) triggers of a 20 ms sound; modelled (the null device's clock)")
-        print(BenchCommand.table(["backend", "F×P", "floor ms", "p50 ms", "p99 ms", "p99 above the floor's top"], trigger.map { r in
+        print(BenchTable.render(["backend", "F×P", "floor ms", "p50 ms", "p99 ms", "p99 above the floor's top"], trigger.map { r in
             ["\(r.backend)", "\(r.periodFrames)×\(r.periods)", String(format: "%.2f–%.2f", r.floorMinMs, r.floorMaxMs),
              String(format: "%.2f", r.p50Ms), String(format: "%.2f", r.p99Ms), String(format: "%+.2f ms", r.p99Ms - r.floorMaxMs)]
         }))
-        if let path = args.string("json") { try BenchCommand.writeJSON(Report(mix: mix, trigger: trigger), to: path) }
+        try bench.writeReport(Report(mix: mix, trigger: trigger))
     }
 
     /// A stereo sound at 48 kHz: two tones of its own at −20 dBFS each.

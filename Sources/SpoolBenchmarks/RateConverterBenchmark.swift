@@ -1,48 +1,49 @@
 import Foundation
 import SpoolCore
+import SpoolResampling
 
 /// How faithfully one converter carried one sine tone through a conversion.
-public struct RateConversionToneResult: Sendable, Equatable {
+package struct RateConversionToneResult: Sendable, Equatable {
     /// The tone's frequency in Hz.
-    public var frequencyHz: Double
+    package var frequencyHz: Double
     /// The channel the tone was on.
-    public var channel: Int
+    package var channel: Int
     /// How many channels the stream had.
-    public var channelCount: Int
+    package var channelCount: Int
     /// The sample rates converted from and to, in Hz.
-    public var inputRate: Double
-    public var outputRate: Double
+    package var inputRate: Double
+    package var outputRate: Double
     /// Signal-to-noise ratio of the output against the ideal sine at the output rate, in dB,
     /// after compensating the converter's delay (a least-squares fit of the phase). Passband
     /// gain error, aliasing, imaging and noise all count as noise.
-    public var snrDB: Double
+    package var snrDB: Double
     /// The output's frequency (from interpolated rising zero crossings) against the input's,
     /// in percent; positive when the output is sharp.
-    public var frequencyErrorPercent: Double
+    package var frequencyErrorPercent: Double
 }
 
 /// One row of `benchmarkRateConverters`: a converter kind's measured quality and speed.
-public struct RateConverterBenchmarkRow: Sendable {
+package struct RateConverterBenchmarkRow: Sendable {
     /// The converter measured.
-    public var kind: RateConverterKind
+    package var kind: RateConverterKind
     /// Its table name, e.g. `libsamplerate sinc medium`.
-    public var name: String
+    package var name: String
     /// The worst SNR over the tones measured, in dB.
-    public var snrDB: Double
+    package var snrDB: Double
     /// The largest frequency error over the tones measured, in percent (absolute value).
-    public var frequencyErrorPercent: Double
+    package var frequencyErrorPercent: Double
     /// Input frames converted per second of the converting thread's CPU time (median of five
     /// runs): stereo 44.1 → 48 kHz in 512-frame output periods at a fixed ratio.
-    public var framesPerSecond: Double
+    package var framesPerSecond: Double
     /// `framesPerSecond` over 44 100: how many streams like it one core keeps up with.
-    public var realtimeFactor: Double
+    package var realtimeFactor: Double
     /// The same with the ratio changed every period (playback rate sweeping 1…1.5); `nil` for
     /// kinds without varispeed.
-    public var varispeedFramesPerSecond: Double?
+    package var varispeedFramesPerSecond: Double?
     /// `varispeedFramesPerSecond` over 44 100.
-    public var varispeedRealtimeFactor: Double?
+    package var varispeedRealtimeFactor: Double?
     /// Every tone measured, for the detail behind `snrDB` and `frequencyErrorPercent`.
-    public var tones: [RateConversionToneResult]
+    package var tones: [RateConversionToneResult]
 }
 
 /// Converts sine tones with one converter kind and measures each output tone.
@@ -58,7 +59,7 @@ public struct RateConverterBenchmarkRow: Sendable {
 ///   - seconds: Input duration.
 /// - Returns: One result per channel.
 /// - Throws: `AudioError.Code.invalidParameter` for rates or channel counts a converter refuses.
-public func measureRateConversion(
+package func measureRateConversion(
     _ kind: RateConverterKind = .default, inputRate: Double, outputRate: Double,
     toneFrequencies: [Double], seconds: Double = 1
 ) throws -> [RateConversionToneResult] {
@@ -69,11 +70,11 @@ public func measureRateConversion(
 
 /// Converts all of an interleaved input (`channelCount` channels at `inputRate`) to
 /// `outputRate`: a converter measured by the same analysis as the kinds, such as a peer's.
-public typealias RateConversionFunction =
+package typealias RateConversionFunction =
     (_ input: [Float], _ channelCount: Int, _ inputRate: Double, _ outputRate: Double) throws -> [Float]
 
 /// The conversion a kind makes in the table: 512-frame output periods, then the tail drained.
-public func kindConversion(_ kind: RateConverterKind) -> RateConversionFunction {
+package func kindConversion(_ kind: RateConverterKind) -> RateConversionFunction {
     { input, channelCount, inputRate, outputRate in
         let converter = try makeRateConverter(kind, channelCount: channelCount, ratio: outputRate / inputRate)
         return RateConverterSignal.convertAll(converter, input: input, periodFrames: 512)
@@ -86,7 +87,7 @@ public func kindConversion(_ kind: RateConverterKind) -> RateConversionFunction 
 /// 1/4096 of a frame) plays a tone some tens of ppm off, which alone would count as noise: where
 /// the tone comes out more than 10 ppm off, its SNR is taken at the frequency that fits best
 /// within ±26 ppm of the one its zero crossings give (the frequency error is reported beside it).
-public func measureRateConversion(
+package func measureRateConversion(
     converting convert: RateConversionFunction, inputRate: Double, outputRate: Double,
     toneFrequencies: [Double], seconds: Double = 1
 ) throws -> [RateConversionToneResult] {
@@ -132,7 +133,7 @@ public func measureRateConversion(
 ///   - seconds: Input duration of the speed runs.
 /// - Returns: One row per kind.
 /// - Throws: `AudioError` when a converter cannot be made.
-public func benchmarkRateConverters(
+package func benchmarkRateConverters(
     _ kinds: [RateConverterKind] = RateConverterKind.allCases, seconds: Double = 10
 ) throws -> [RateConverterBenchmarkRow] {
     try kinds.map { kind in
@@ -164,7 +165,7 @@ public func benchmarkRateConverters(
 /// converter. With `varispeed`, the playback rate sweeps between 1 and 1.5 and the ratio is set
 /// every period.
 /// - Throws: `AudioError` when the converter cannot be made.
-public func measureRateConverterSpeed(
+package func measureRateConverterSpeed(
     _ kind: RateConverterKind, conversion: RateConversion = RateConversion(from: 44_100, to: 48_000),
     channelCount: Int = 2, seconds: Double = 10, varispeed: Bool = false, repeats: Int = 5
 ) throws -> Double {

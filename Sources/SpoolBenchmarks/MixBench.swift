@@ -44,19 +44,17 @@ enum MixBench {
     static let peerResampler: [ResamplingQuality: String] = [.fast: "linear", .balanced: "23rd", .high: "23rd"]
 
     static func run(_ words: [String]) throws {
-        let args = try Arguments(words, valued: ["voices", "seconds", "period", "json", "converted", "runs", "quality", "backends"],
-                                 switches: ["help"])
-        if args.has("help") { print(BenchCommand.help); return }
+        guard let bench = try BenchInvocation(
+            words, valued: ["voices", "seconds", "period", "converted", "runs", "quality", "backends"]
+        ) else { return }
+        let args = bench.arguments
         let voices = try args.int("voices", in: 1...64) ?? 16
         let seconds = try args.double("seconds", in: 0.1...600) ?? 10
         let period = try args.int("period", in: 64...8192) ?? 512
         let share = try args.double("converted", in: 0...1) ?? 0.5
         let runs = try args.int("runs", in: 1...100) ?? 5
-        let levels = try qualities(args.string("quality"))
-        let backends = (args.string("backends") ?? "queue,openal,openal-soft").split(separator: ",").map(String.init)
-        guard !backends.isEmpty, backends.allSatisfy({ ["queue", "openal", "openal-soft"].contains($0) }) else {
-            throw UsageError("--backends lists queue, openal and openal-soft")
-        }
+        let levels = try bench.qualities()
+        let backends = try bench.backends(allowed: ["queue", "openal", "openal-soft"], defaults: ["queue", "openal", "openal-soft"])
         var rows: [Row] = []
         for quality in levels {
             let converter = "\(QueueResampler.fixedKind(quality))"
@@ -97,7 +95,7 @@ enum MixBench {
               + "\(period)-frame periods; median of \(runs) runs (spread: slowest–fastest × real time); observed")
         print("queue: the buffer-queue engine; openal: Spool's OpenAL back-end (it converts with the queue's converters); "
               + "openal-soft: OpenAL Soft converting by itself on plain sources, its resampler matched with the level")
-        print(BenchCommand.table(
+        print(BenchTable.render(
             ["backend", "quality", "resampler", "wall ms", "cpu ms", "× real time", "spread", "cpu % per voice"],
             rows.map { r in
                 [r.backend, r.quality, r.resampler, String(format: "%.1f", r.wallSeconds * 1000),
@@ -112,16 +110,7 @@ enum MixBench {
             print("\(quality): queue engine / OpenAL Soft \(peer.resampler): "
                   + String(format: "%.2f×", queue.realTimeFactor / peer.realTimeFactor))
         }
-        if let json = args.string("json") { try BenchCommand.writeJSON(rows, to: json) }
-    }
-
-    /// The levels `--quality` names: one, or `all` (the default).
-    static func qualities(_ value: String?) throws -> [ResamplingQuality] {
-        guard let value, value != "all" else { return ResamplingQuality.allCases }
-        guard let quality = ResamplingQuality(rawValue: value) else {
-            throw UsageError("--quality is fast, balanced, high or all")
-        }
-        return [quality]
+        try bench.writeReport(rows)
     }
 
     /// The row for `runs`: the run of median wall time gives the medians, the others the spread.
@@ -205,8 +194,8 @@ enum MixBench {
 
     /// Wall-clock and this thread's CPU seconds for `body`.
     static func measure(_ body: () throws -> Void) throws -> (wall: Double, cpu: Double) {
-        let wall0 = BenchCommand.now(), cpu0 = HostTime.threadCPUSeconds()
+        let wall0 = HostTime.seconds(from: 0, to: HostTime.now()), cpu0 = HostTime.threadCPUSeconds()
         try body()
-        return (BenchCommand.now() - wall0, HostTime.threadCPUSeconds() - cpu0)
+        return (HostTime.seconds(from: 0, to: HostTime.now()) - wall0, HostTime.threadCPUSeconds() - cpu0)
     }
 }

@@ -1,45 +1,46 @@
 import Foundation
 import SpoolCore
+import SpoolResampling
 
 /// One sample-rate conversion the resampler table measures, with the tones it is measured on.
-public struct RateConversion: Sendable, Hashable, CustomStringConvertible {
+package struct RateConversion: Sendable, Hashable, CustomStringConvertible {
     /// The rate converted from, in Hz.
-    public var inputRate: Double
+    package var inputRate: Double
     /// The rate converted to, in Hz.
-    public var outputRate: Double
+    package var outputRate: Double
 
     /// A conversion from one rate to another.
     /// - Parameters:
     ///   - inputRate: The source rate in Hz.
     ///   - outputRate: The device rate in Hz.
-    public init(from inputRate: Double, to outputRate: Double) {
+    package init(from inputRate: Double, to outputRate: Double) {
         self.inputRate = inputRate
         self.outputRate = outputRate
     }
 
     /// The conversions `spool bench resample` measures: the common file rates to a 48 kHz
     /// device, and 48 kHz to a 44.1 kHz one.
-    public static let benchmarked: [RateConversion] = [
+    package static let benchmarked: [RateConversion] = [
         RateConversion(from: 44_100, to: 48_000), RateConversion(from: 48_000, to: 44_100),
         RateConversion(from: 22_050, to: 48_000), RateConversion(from: 32_000, to: 48_000),
         RateConversion(from: 16_000, to: 48_000),
     ]
 
     /// Output frames per input frame.
-    public var ratio: Double { outputRate / inputRate }
+    package var ratio: Double { outputRate / inputRate }
 
     /// Whether the output rate is below the input rate, so that the converter must remove what
     /// lies between the two Nyquist frequencies (aliasing) rather than the images of the input
     /// spectrum (imaging).
-    public var isDownsampling: Bool { outputRate < inputRate }
+    package var isDownsampling: Bool { outputRate < inputRate }
 
     /// The low SNR tone: 1 kHz.
-    public var lowToneHz: Double { 1_000 }
+    package var lowToneHz: Double { 1_000 }
 
     /// The high SNR tone: 0.68 of the lower Nyquist frequency, to 100 Hz (15 kHz at
     /// 44.1 ↔ 48 kHz, 7.5 kHz from 22.05 kHz, 10.9 kHz from 32 kHz, 5.4 kHz from 16 kHz):
     /// inside every converter's passband, where a short filter starts to droop.
-    public var highToneHz: Double { (0.68 * min(inputRate, outputRate) / 2 / 100).rounded() * 100 }
+    package var highToneHz: Double { (0.68 * min(inputRate, outputRate) / 2 / 100).rounded() * 100 }
 
     /// The tone the aliasing figure is measured on, close to the Nyquist frequency that bounds
     /// the conversion, where a filter's transition band lies. Downsampling: halfway between the
@@ -49,21 +50,21 @@ public struct RateConversion: Sendable, Hashable, CustomStringConvertible {
     /// (21.075 kHz from 44.1 kHz, image at 23.025 kHz), but no lower than 0.9 of the input's
     /// Nyquist frequency (9.92 kHz from 22.05, 14.4 kHz from 32, 7.2 kHz from 16 kHz: images at
     /// 1.1 of it).
-    public var aliasingToneHz: Double {
+    package var aliasingToneHz: Double {
         let inputNyquist = inputRate / 2, outputNyquist = outputRate / 2
         if isDownsampling { return (inputNyquist + outputNyquist) / 2 }
         return max(inputRate - (inputNyquist + outputNyquist) / 2, 0.9 * inputNyquist)
     }
 
     /// `44.1 → 48 kHz`.
-    public var description: String {
+    package var description: String {
         "\(Self.kilohertz(inputRate)) → \(Self.kilohertz(outputRate)) kHz"
     }
 
     /// A frequency in kHz without trailing zeros: 44.1, 48, 22.05.
     /// - Parameter rate: The frequency in Hz.
     /// - Returns: Its kHz figure to at most three decimals.
-    public static func kilohertz(_ rate: Double) -> String {
+    package static func kilohertz(_ rate: Double) -> String {
         var text = String(format: "%.3f", rate / 1_000)
         while text.hasSuffix("0") { text.removeLast() }
         if text.hasSuffix(".") { text.removeLast() }
@@ -72,7 +73,7 @@ public struct RateConversion: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// What a row's `aliasingDB` measures.
-public enum AliasingMeasure: String, Sendable, Codable {
+package enum AliasingMeasure: String, Sendable, Codable {
     /// Downsampling: the output's power over the input's, for a tone above the output's
     /// Nyquist frequency (all of it should be removed; what is left has folded into the output band).
     case aliasing = "alias"
@@ -83,34 +84,34 @@ public enum AliasingMeasure: String, Sendable, Codable {
 }
 
 /// One row of the resampler table: one converter kind at one conversion and channel count.
-public struct ResamplerTableRow: Sendable {
+package struct ResamplerTableRow: Sendable {
     /// The converter measured; `nil` for a peer's (`measureResamplerQuality(converting:…)`).
-    public var kind: RateConverterKind?
+    package var kind: RateConverterKind?
     /// Its table name, e.g. `libspeexdsp q3`.
-    public var name: String
+    package var name: String
     /// The conversion.
-    public var conversion: RateConversion
+    package var conversion: RateConversion
     /// Interleaved channels converted.
-    public var channelCount: Int
+    package var channelCount: Int
     /// SNR of the 1 kHz tone in dB (see `RateConversionToneResult.snrDB`).
-    public var lowToneSNRDB: Double
+    package var lowToneSNRDB: Double
     /// SNR of `conversion.highToneHz` in dB.
-    public var highToneSNRDB: Double
+    package var highToneSNRDB: Double
     /// Aliasing or imaging (see `aliasingMeasure`) in dB relative to the input tone's power, the
     /// worst channel; floored at −200 dB.
-    public var aliasingDB: Double
+    package var aliasingDB: Double
     /// What `aliasingDB` measures, on `conversion.aliasingToneHz`.
-    public var aliasingMeasure: AliasingMeasure
+    package var aliasingMeasure: AliasingMeasure
     /// The largest frequency error over the SNR tones, in percent (signed).
-    public var frequencyErrorPercent: Double
+    package var frequencyErrorPercent: Double
     /// Input frames converted per second of the converting thread's CPU time, fixed ratio,
     /// median of the runs; observed.
-    public var framesPerSecond: Double
+    package var framesPerSecond: Double
     /// The same with the ratio changed every period; `nil` for a fixed-ratio kind.
-    public var varispeedFramesPerSecond: Double?
+    package var varispeedFramesPerSecond: Double?
 
     /// The worse of the two SNR tones.
-    public var snrDB: Double { min(lowToneSNRDB, highToneSNRDB) }
+    package var snrDB: Double { min(lowToneSNRDB, highToneSNRDB) }
 }
 
 /// Measures every kind at every conversion, mono and stereo: the table behind the choice of a
@@ -129,7 +130,7 @@ public struct ResamplerTableRow: Sendable {
 ///   - progress: Called with each row as it is measured.
 /// - Returns: One row per kind, conversion and channel count.
 /// - Throws: `AudioError` when a converter cannot be made.
-public func measureResamplerTable(
+package func measureResamplerTable(
     kinds: [RateConverterKind] = RateConverterKind.allCases,
     conversions: [RateConversion] = RateConversion.benchmarked, channelCounts: [Int] = [1, 2],
     speedSeconds: Double = 3, repeats: Int = 5, progress: (ResamplerTableRow) -> Void = { _ in }
@@ -151,7 +152,7 @@ public func measureResamplerTable(
 
 /// One row of `measureResamplerTable`.
 /// - Throws: `AudioError` when the converter cannot be made.
-public func measureResamplerRow(
+package func measureResamplerRow(
     _ kind: RateConverterKind, conversion: RateConversion, channelCount: Int, speedSeconds: Double = 3,
     repeats: Int = 5
 ) throws -> ResamplerTableRow {
@@ -174,7 +175,7 @@ public func measureResamplerRow(
 /// (OpenAL Soft's resamplers), measured as the kinds are; a peer's speed is timed where it does
 /// its real work (`spool bench mix`).
 /// - Throws: What `convert` throws.
-public func measureResamplerQuality(
+package func measureResamplerQuality(
     converting convert: RateConversionFunction, name: String, conversion: RateConversion, channelCount: Int
 ) throws -> ResamplerTableRow {
     let (from, to) = (conversion.inputRate, conversion.outputRate)
@@ -208,7 +209,7 @@ public func measureResamplerQuality(
 /// residual's power between the input's and the output's Nyquist frequencies (Hann-windowed
 /// FFT over the largest power-of-two span) over the input tone's power.
 /// - Throws: `AudioError` when the converter cannot be made.
-public func measureAliasing(
+package func measureAliasing(
     _ kind: RateConverterKind, conversion: RateConversion, channelCount: Int, seconds: Double = 1
 ) throws -> Double {
     try measureAliasing(converting: kindConversion(kind), conversion: conversion, channelCount: channelCount, seconds: seconds)
@@ -216,7 +217,7 @@ public func measureAliasing(
 
 /// `measureAliasing` for any conversion, e.g. OpenAL Soft's resamplers.
 /// - Throws: What `convert` throws.
-public func measureAliasing(
+package func measureAliasing(
     converting convert: RateConversionFunction, conversion: RateConversion, channelCount: Int, seconds: Double = 1
 ) throws -> Double {
     let frequency = conversion.aliasingToneHz

@@ -53,8 +53,8 @@ enum CacheBench {
     static let hitTargetMicroseconds = 2.0
 
     static func run(_ words: [String]) throws {
-        let args = try Arguments(words, valued: ["budget-mb", "repeat", "hits", "json"], switches: ["help"])
-        if args.has("help") { print(BenchCommand.help); return }
+        guard let bench = try BenchInvocation(words, valued: ["budget-mb", "repeat", "hits"]) else { return }
+        let args = bench.arguments
         guard args.operands.count <= 1 else { throw UsageError("bench cache takes one folder, not \(args.operands.count)") }
         let directory = args.operands.first ?? "Fixtures"
         let budgetBytes = Int((try args.double("budget-mb", in: 0.001...1_048_576) ?? 64) * 1_048_576)
@@ -81,9 +81,9 @@ enum CacheBench {
         for run in 0..<repeats {
             for parallel in run % 2 == 0 ? [false, true] : [true, false] {
                 let cache = try BufferCache(budgetBytes: budgetBytes)
-                let start = BenchCommand.now()
+                let start = HostTime.seconds(from: 0, to: HostTime.now())
                 let load = try cache.preload(directory: directory, maximumConcurrency: parallel ? cores : 1)
-                let elapsed = BenchCommand.now() - start
+                let elapsed = HostTime.seconds(from: 0, to: HostTime.now()) - start
                 guard load.loaded.count == survey.loaded.count else {
                     throw AudioError(.invalidState, "\(directory): a cold load decoded \(load.loaded.count) files, the first \(survey.loaded.count)")
                 }
@@ -131,7 +131,7 @@ enum CacheBench {
             hitTargetMet: forPath.p50Microseconds <= hitTargetMicroseconds,
             budgetTargetMet: worstPeak <= 1)
         print(render(report, survey: survey))
-        if let json = args.string("json") { try BenchCommand.writeJSON(report, to: json) }
+        try bench.writeReport(report)
     }
 
     static func render(_ r: Report, survey: BufferCache.PreloadReport) -> String {
@@ -163,7 +163,7 @@ enum CacheBench {
                 + "\(r.hitCalls) hits per path on \(name)",
         ]
         for failure in survey.failed { lines.append("failed: \(failure.path): \(failure.error.message)") }
-        lines.append(BenchCommand.table(["measure", "value", "target", "met"], rows))
+        lines.append(BenchTable.render(["measure", "value", "target", "met"], rows))
         return lines.joined(separator: "\n")
     }
 
@@ -172,9 +172,9 @@ enum CacheBench {
         for _ in 0..<min(calls, 1000) { try body() }
         var times = [Double](repeating: 0, count: calls)
         for i in 0..<calls {
-            let start = BenchCommand.now()
+            let start = HostTime.seconds(from: 0, to: HostTime.now())
             try body()
-            times[i] = BenchCommand.now() - start
+            times[i] = HostTime.seconds(from: 0, to: HostTime.now()) - start
         }
         times.sort()
         // Nearest rank: the smallest time at or above which the fraction lies.

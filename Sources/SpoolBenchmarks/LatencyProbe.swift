@@ -62,11 +62,11 @@ final class QueueLatencyProbe: LatencyProbe {
     let engine: QueueEngine
     let queue: BufferQueue
     let buffers: [AudioQueueBuffer]
-    private let refill: LockedBox<Bool>
-    private let turnarounds: LockedBox<[Double]>
+    private let refill: Locked<Bool>
+    private let turnarounds: Locked<[Double]>
 
     init(output: OutputTarget, rate: Double, periodFrames: Int, periods: Int, bufferFrames: Int, bufferCount: Int) throws {
-        let refill = LockedBox(false), turnarounds = LockedBox<[Double]>([])
+        let refill = Locked(false), turnarounds = Locked<[Double]>([])
         self.refill = refill
         self.turnarounds = turnarounds
         let configuration = OutputConfiguration(sampleRate: rate, channelCount: 2, periodFrames: periodFrames, periodCount: periods)
@@ -77,10 +77,10 @@ final class QueueLatencyProbe: LatencyProbe {
         try engine.start()
         let format = try AudioFormat(sampleRate: rate, channelCount: 2)
         queue = try BufferQueue(format: format, engine: engine) { queue, buffer in
-            guard refill.value else { return }
+            guard refill.withLock({ $0 }) else { return }
             if buffer.consumedHostTime > 0 {
                 let now = HostTime.now()
-                turnarounds.value.append(HostTime.seconds(from: buffer.consumedHostTime, to: now))
+                turnarounds.withLock { $0.append(HostTime.seconds(from: buffer.consumedHostTime, to: now)) }
             }
             try? queue.enqueue(buffer)
         }
@@ -102,7 +102,7 @@ final class QueueLatencyProbe: LatencyProbe {
     var timing: String { device is NullDevice ? "modelled" : "observed" }
 
     func measureStarts(count: Int) throws -> (latencies: [Double], timedOut: Int) {
-        refill.value = false
+        refill.withLock { $0 = false }
         var random = SplitMix(seed: 7)
         var latencies: [Double] = []
         var timedOut = 0
@@ -129,13 +129,13 @@ final class QueueLatencyProbe: LatencyProbe {
     }
 
     func measureSteady(seconds: Double) throws -> (latencies: [Double], turnarounds: [Double]?, underruns: Int, xruns: Int) {
-        turnarounds.value = []
-        refill.value = true
+        turnarounds.withLock { $0 = [] }
+        refill.withLock { $0 = true }
         for buffer in buffers { try queue.enqueue(buffer) }
         try queue.start()
         Thread.sleep(forTimeInterval: 0.3)
         let underruns0 = queue.underrunCount, xruns0 = device.xrunCount
-        turnarounds.value = []
+        turnarounds.withLock { $0 = [] }
         var latencies: [Double] = []
         let end = HostTime.now() + HostTime.nanoseconds(seconds)
         while HostTime.now() < end {
@@ -143,8 +143,8 @@ final class QueueLatencyProbe: LatencyProbe {
             let frames = device.queuedFrames + queue.queuedFrames
             latencies.append(Double(frames) / device.format.sampleRate)
         }
-        let result = (latencies, turnarounds.value, queue.underrunCount - underruns0, device.xrunCount - xruns0)
-        refill.value = false
+        let result = (latencies, turnarounds.withLock { $0 }, queue.underrunCount - underruns0, device.xrunCount - xruns0)
+        refill.withLock { $0 = false }
         try queue.stop(immediately: true)
         return result
     }
@@ -158,19 +158,19 @@ final class QueueLatencyProbe: LatencyProbe {
 
 /// Keeps every other core busy while alive (`--load`).
 final class CPULoad {
-    private let running = LockedBox(true)
+    private let running = Locked(true)
     init(threads: Int) {
         for _ in 0..<threads {
             let running = self.running
             let thread = Thread {
                 var x = 1.0
-                while running.value { for _ in 0..<100_000 { x = x * 1.000001 + 1e-9 } }
+                while running.withLock({ $0 }) { for _ in 0..<100_000 { x = x * 1.000001 + 1e-9 } }
                 if x == 0 { print(x) }
             }
             thread.start()
         }
     }
-    func stop() { running.value = false }
+    func stop() { running.withLock { $0 = false } }
 }
 
 /// Percentile of `values` (nearest rank), in the same unit.

@@ -61,8 +61,10 @@ enum StretchBench {
     static let rate = 44_100.0
 
     static func run(_ words: [String]) throws {
-        let args = try Arguments(words, valued: ["seconds", "runs", "tempi", "json"], switches: ["sweep", "help"])
-        if args.has("help") { print(BenchCommand.help); return }
+        guard let bench = try BenchInvocation(
+            words, valued: ["seconds", "runs", "tempi"], switches: ["sweep"]
+        ) else { return }
+        let args = bench.arguments
         guard args.operands.count <= 1 else { throw UsageError("bench stretch takes at most one FILE") }
         let seconds = try args.double("seconds", in: 1...600) ?? 60
         let runs = try args.int("runs", in: 1...100) ?? 5
@@ -124,7 +126,7 @@ enum StretchBench {
         print("source: \(source.name), \(format), \(String(format: "%.1f", sourceSeconds)) s; settings: \(TimeStretcher.Settings.default)")
         print("cost: CPU time of the measuring thread (CLOCK_THREAD_CPUTIME_ID) per second of audio out, reads of 4096 frames, median of \(runs) runs; observed")
         print("quality: on synthesised 44.1 kHz signals (a 440 Hz tone; an A major chord, fitted per 2048-frame block); observed")
-        print(BenchCommand.table(
+        print(BenchTable.render(
             ["stage", "tempo", "CPU ms/s", "× real time", "× copy", "duration err %", "freq err %", "chord residual dB"],
             rows.map { r in
                 [r.stage, String(format: "%.2f", r.tempo), String(format: "%.3f", r.cpuPerSecond * 1000),
@@ -137,7 +139,7 @@ enum StretchBench {
         if args.has("sweep") {
             sweep = try runSweep()
             print("\nsettings sweep: residual beyond the sinusoids (mean of 4 tones; of 4 chords), CPU per second (stereo, 10 s), position tolerance; observed")
-            print(BenchCommand.table(
+            print(BenchTable.render(
                 ["settings", "tempo", "tone dB", "chord dB", "click jitter ms", "clicks wrong %", "CPU ms/s", "position ± ms"],
                 sweep.map { r in
                     [r.settings, String(format: "%.2f", r.tempo), String(format: "%.1f", r.toneResidualDB),
@@ -149,7 +151,7 @@ enum StretchBench {
                 if !names.contains(row.settings) { names.append(row.settings) }
             }
             print("\nmean over the tempi (dB; lower is better)")
-            print(BenchCommand.table(
+            print(BenchTable.render(
                 ["settings", "tone dB", "chord dB", "both dB", "click jitter ms", "clicks wrong %", "CPU ms/s"],
                 settingsNames.map { name in
                     let own = sweep.filter { $0.settings == name }
@@ -161,13 +163,11 @@ enum StretchBench {
                 }))
         }
 
-        if let json = args.string("json") {
-            if args.has("sweep") {
-                struct Report: Encodable { let rows: [Row]; let sweep: [SweepRow] }
-                try BenchCommand.writeJSON(Report(rows: rows, sweep: sweep), to: json)
-            } else {
-                try BenchCommand.writeJSON(rows, to: json)
-            }
+        if args.has("sweep") {
+            struct Report: Encodable { let rows: [Row]; let sweep: [SweepRow] }
+            try bench.writeReport(Report(rows: rows, sweep: sweep))
+        } else {
+            try bench.writeReport(rows)
         }
     }
 

@@ -1,15 +1,15 @@
-import CPulseSimple
-import Spool
+internal import CPulseSimple
+import SpoolCore
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// libpulse's "simple" API, loaded with `dlopen` the first time the acoustic check records, not
-/// linked into the tool.
+/// linked.
 ///
 /// Linked, libpulse-simple and what it needs (libpulse and its common library, D-Bus,
 /// systemd, X11 and xcb, libgcrypt, three compressors: 17 libraries) were mapped and relocated
-/// by every `spool` command — a quarter of the start-up of a `spool decode` — for the one
+/// by every program using Spool — a quarter of the start-up of a `spool decode` — for the one
 /// check that records the sound server (`bench latency --acoustic`). The header still comes
 /// from the `CPulseSimple` module, for the types; the functions are looked up here.
 struct PulseSimpleLibrary: @unchecked Sendable {

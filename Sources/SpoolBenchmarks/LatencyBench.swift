@@ -26,14 +26,12 @@ enum LatencyBench {
         """
 
     static func run(_ words: [String]) throws {
-        let args = try Arguments(words, valued: ["backends", "output", "buffer-frames", "buffers", "rate", "starts",
-                                                 "seconds", "json", "chart"],
-                                 switches: ["help", "load", "acoustic", "no-reference"])
-        if args.has("help") { print(help); return }
-        let backends = (args.string("backends") ?? "queue,openal").split(separator: ",").map(String.init)
-        guard !backends.isEmpty, backends.allSatisfy({ ["queue", "openal"].contains($0) }) else {
-            throw UsageError("--backends takes queue, openal or both, comma-separated")
-        }
+        guard let bench = try BenchInvocation(
+            words, valued: ["backends", "output", "buffer-frames", "buffers", "rate", "starts", "seconds", "chart"],
+            switches: ["load", "acoustic", "no-reference"], help: help
+        ) else { return }
+        let args = bench.arguments
+        let backends = try bench.backends(allowed: ["queue", "openal"], defaults: ["queue", "openal"])
         let output = args.string("output") ?? "null"
         _ = try parseOutput(output)
         let frames = try list(args.string("buffer-frames") ?? "128,256,512,1024", name: "buffer-frames", range: 16...16_384)
@@ -70,16 +68,12 @@ enum LatencyBench {
         if rows.contains(where: { $0.periodFrames != $0.requestedPeriodFrames || $0.periods != $0.requestedPeriods }) {
             print("* the device did not honour the F×P asked; floors are computed from what it runs with")
         }
-        if let json = args.string("json") { try BenchCommand.writeJSON(rows, to: json) }
         if let chart = args.string("chart") { try LatencyChart.write(rows, to: chart) }
-        if args.has("acoustic") {
-            let result = try AcousticCheck.run(rate: rate, periodFrames: frames[0], periods: periods[0])
-            print(AcousticCheck.report(result))
-            if let json = args.string("json") {
-                try BenchCommand.writeJSON(Report(rows: rows, acoustic: result), to: json)
-            }
-            if !result.agrees { throw ExitFailure(AudioError(.deviceUnavailable, "acoustic check failed")) }
-        }
+        guard args.has("acoustic") else { return try bench.writeReport(rows) }
+        let result = try AcousticCheck.run(rate: rate, periodFrames: frames[0], periods: periods[0])
+        print(AcousticCheck.report(result))
+        try bench.writeReport(Report(rows: rows, acoustic: result))
+        if !result.agrees { throw ExitFailure(AudioError(.deviceUnavailable, "acoustic check failed")) }
     }
 
     /// The JSON document with `--acoustic`: the rows and the acoustic result.
@@ -123,7 +117,7 @@ enum LatencyBench {
 
     static func table(_ rows: [LatencyRow]) -> String {
         func ms(_ v: Double?) -> String { v.map { $0.isNaN ? "-" : String(format: "%.2f", $0) } ?? "—" }
-        return BenchCommand.table(
+        return BenchTable.render(
             ["backend", "output", "timing", "F×P asked", "F×P got", "rate", "floor min/med/max ms", "start p50", "p99", "max",
              "timeouts", "output ms", "refill p50", "p99", "underruns", "xruns"],
             rows.map { r in

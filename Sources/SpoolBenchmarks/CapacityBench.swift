@@ -44,15 +44,12 @@ enum CapacityBench {
     static let configuration = OutputConfiguration(sampleRate: 48_000, channelCount: 2, periodFrames: 256, periodCount: 3)
 
     static func run(_ words: [String]) throws {
-        let args = try Arguments(words, valued: ["seconds", "quality", "max", "json", "backends"], switches: ["help"])
-        if args.has("help") { print(BenchCommand.help); return }
+        guard let bench = try BenchInvocation(words, valued: ["seconds", "quality", "max", "backends"]) else { return }
+        let args = bench.arguments
         let seconds = try args.double("seconds", in: 1...600) ?? 20
         let maximum = try args.int("max", in: 1...4096) ?? 256
-        let levels = try MixBench.qualities(args.string("quality"))
-        let backends = (args.string("backends") ?? "queue,openal,openal-soft").split(separator: ",").map(String.init)
-        guard backends.allSatisfy({ ["queue", "openal", "openal-soft"].contains($0) }) else {
-            throw UsageError("--backends lists queue, openal and openal-soft")
-        }
+        let levels = try bench.qualities()
+        let backends = try bench.backends(allowed: ["queue", "openal", "openal-soft"], defaults: ["queue", "openal", "openal-soft"])
         let tone = try PCMBuffer(format: AudioFormat(sampleRate: 44_100, channelCount: 2),
                                  samples: MixBench.toneSamples(frames: 44_100, rate: 44_100, frequency: 441))
         /// The pump's CPU time over a run's measured seconds.
@@ -109,7 +106,7 @@ enum CapacityBench {
               + "an overrun over \(String(format: "%g", seconds)) s (stalls: late periods with every render inside its period, "
               + "the machine's); load: a period's mix in CPU time over its duration, at that count; pump load: the CPU time of "
               + "the thread where Spool's OpenAL voices convert, over the audio played; observed")
-        print(BenchCommand.table(["backend", "quality", "resampler", "voices", "first failing", "stalls", "peak load", "mean load",
+        print(BenchTable.render(["backend", "quality", "resampler", "voices", "first failing", "stalls", "peak load", "mean load",
                                   "pump load"],
                                  rows.map { r in
             [r.backend, r.quality, r.resampler, r.failedAt == nil ? "≥ \(r.voices) (all)" : "\(r.voices)",
@@ -124,7 +121,7 @@ enum CapacityBench {
                       + String(format: "%.2f×", Double(r.voices) / Double(peer.voices)))
             }
         }
-        if let json = args.string("json") { try BenchCommand.writeJSON(rows, to: json) }
+        try bench.writeReport(rows)
     }
 
     /// The largest count whose run keeps up, doubling from 8 then bisecting; `once` returns nil

@@ -54,16 +54,16 @@ enum PlayerBench {
     }
 
     static func run(_ words: [String]) throws {
-        let args = try Arguments(words, valued: ["starts", "buffer-frames", "buffers", "rate", "seconds", "file", "json",
-                                                 "backends"], switches: ["help"])
-        if args.has("help") { print(BenchCommand.help); return }
+        guard let bench = try BenchInvocation(
+            words, valued: ["starts", "buffer-frames", "buffers", "rate", "seconds", "file", "backends"]
+        ) else { return }
+        let args = bench.arguments
         let starts = try args.int("starts", in: 1...10_000) ?? 200
         let periodFrames = try args.int("buffer-frames", in: 64...8192) ?? 256
         let periods = try args.int("buffers", in: 2...16) ?? 3
         let rate = try args.double("rate", in: 0.5...2) ?? 1.5
         let seconds = try args.double("seconds", in: 1...600) ?? 20
-        let backends = (args.string("backends") ?? "queue,openal").split(separator: ",").map(String.init)
-        guard backends.allSatisfy({ ["queue", "openal"].contains($0) }) else { throw UsageError("--backends is queue,openal") }
+        let backends = try bench.backends(allowed: ["queue", "openal"], defaults: ["queue", "openal"])
 
         var startRows: [StartRow] = []
         for backend in backends {
@@ -71,7 +71,7 @@ enum PlayerBench {
         }
         print("play() → first frame leaving the null device, \(starts) starts each, interleaved; 48 kHz, "
               + "\(periodFrames) × \(periods) frames; modelled (the null device's clock)")
-        print(BenchCommand.table(["backend", "subject", "p50 ms", "p99 ms", "timed out"], startRows.map {
+        print(BenchTable.render(["backend", "subject", "p50 ms", "p99 ms", "timed out"], startRows.map {
             [$0.backend, $0.subject, String(format: "%.3f", $0.startP50Ms), String(format: "%.3f", $0.startP99Ms), "\($0.timedOut)"]
         }))
         for backend in backends {
@@ -90,7 +90,7 @@ enum PlayerBench {
         }
         print("\nCPU of one player rendered offline: \(String(format: "%g", seconds)) s of 44.1 kHz stereo into "
               + "48 kHz stereo; process CPU time per second of output; observed")
-        print(BenchCommand.table(["backend", "mode", "rate", "cpu ms", "% of a core", "× real time", "× plain"], cpuRows.map { r in
+        print(BenchTable.render(["backend", "mode", "rate", "cpu ms", "% of a core", "× real time", "× plain"], cpuRows.map { r in
             let plain = cpuRows.first { $0.backend == r.backend && $0.mode == "plain" }
             return [r.backend, r.mode, String(format: "%.2f", r.rate), String(format: "%.1f", r.cpuSeconds * 1000),
                     String(format: "%.3f", r.cpuPercent), String(format: "%.0f", r.realTimeFactor),
@@ -102,12 +102,10 @@ enum PlayerBench {
         defer { if temporary { try? FileManager.default.removeItem(atPath: file) } }
         for backend in backends { memoryRows.append(try measureMemory(backend, file: file)) }
         print("\nresident set while a player plays \((file as NSString).lastPathComponent) offline, start to end; observed")
-        print(BenchCommand.table(["backend", "audio s", "RSS before KiB", "peak KiB", "growth KiB"], memoryRows.map {
+        print(BenchTable.render(["backend", "audio s", "RSS before KiB", "peak KiB", "growth KiB"], memoryRows.map {
             [$0.backend, String(format: "%.0f", $0.seconds), "\($0.rssBeforeKiB)", "\($0.rssPeakKiB)", "\($0.growthKiB)"]
         }))
-        if let path = args.string("json") {
-            try BenchCommand.writeJSON(Report(start: startRows, cpu: cpuRows, memory: memoryRows), to: path)
-        }
+        try bench.writeReport(Report(start: startRows, cpu: cpuRows, memory: memoryRows))
     }
 
     // MARK: Start latency
@@ -201,7 +199,7 @@ enum PlayerBench {
         let chunk = 4096
         let out = UnsafeMutableBufferPointer<Float>.allocate(capacity: chunk * 2)
         defer { out.deallocate() }
-        let cpu0 = processCPUSeconds(), wall0 = BenchCommand.now()
+        let cpu0 = processCPUSeconds(), wall0 = HostTime.seconds(from: 0, to: HostTime.now())
         try player.play()
         var rendered = 0
         let limit = Int(Double(frames) * 48_000 / 44_100 / rate * 1.2) + 48_000
@@ -209,7 +207,7 @@ enum PlayerBench {
             try renderer.render(frames: chunk, into: out)
             rendered += chunk
         }
-        let cpu = processCPUSeconds() - cpu0, wall = BenchCommand.now() - wall0
+        let cpu = processCPUSeconds() - cpu0, wall = HostTime.seconds(from: 0, to: HostTime.now()) - wall0
         let outputSeconds = Double(rendered) / 48_000
         return CPURow(backend: name, mode: mode, rate: rate, outputSeconds: outputSeconds, cpuSeconds: cpu,
                       cpuPercent: cpu / outputSeconds * 100, realTimeFactor: outputSeconds / wall)

@@ -1,6 +1,6 @@
-import CPulseSimple
+internal import CPulseSimple
 import Foundation
-import Spool
+import SpoolCore
 
 /// Records a sound server source (a sink's monitor) in process, and keeps with each block the
 /// host time its last frame was captured, from the server's own latency figure: a frame's
@@ -10,11 +10,11 @@ import Spool
 /// be read was captured (the source's latency plus what waits in the stream's buffer), so the
 /// frames read so far end at `now − latency`. Each block gives one estimate of the host time of
 /// frame 0; the median over many blocks smooths the reader's wake-up jitter.
-final class MonitorClock: @unchecked Sendable {
+package final class MonitorClock: @unchecked Sendable {
     // Sendable: `stream` is used only by the reading thread until `stop()` has joined it;
     // everything else is behind `state`.
-    let sampleRate = 48_000
-    let channels = 2
+    package let sampleRate = 48_000
+    package let channels = 2
     private let pulse: PulseSimpleLibrary
     private let stream: OpaquePointer
     private let state = Locked(State())
@@ -31,7 +31,7 @@ final class MonitorClock: @unchecked Sendable {
     /// Starts recording `source` (a source name, or `@DEFAULT_MONITOR@`).
     /// - Throws: `.deviceUnavailable` when libpulse-simple cannot be loaded or the server
     ///   refuses the stream.
-    init(source: String = "@DEFAULT_MONITOR@") throws {
+    package init(source: String = "@DEFAULT_MONITOR@") throws {
         let pulse = try PulseSimpleLibrary.shared.get()
         var spec = pa_sample_spec(format: PA_SAMPLE_FLOAT32LE, rate: 48_000, channels: 2)
         // 5 ms fragments: each read returns soon after the server captured its block.
@@ -78,7 +78,7 @@ final class MonitorClock: @unchecked Sendable {
     /// Stops recording.
     /// - Returns: The interleaved stereo frames, and the host time (ns) of frame 0.
     /// - Throws: `.deviceUnavailable` when reading failed or no timing came.
-    func stop() throws -> (samples: [Float], originHostTime: Double) {
+    package func stop() throws -> (samples: [Float], originHostTime: Double) {
         state.withLock { $0.running = false }
         finished.wait()
         let (samples, estimates, failure) = state.withLock { ($0.samples, $0.originEstimates, $0.failure) }
