@@ -94,6 +94,7 @@ public final class WAVFileWriter {
     /// `dwChannelMask` for Spool's channel order with `channels` channels (the speakers the
     /// decoders map their layouts to: 3 = L R C, 4 = quad, 5 = L R C BL BR, 7 = 6.1).
     static func channelMask(channels: Int) -> UInt32 {
+        // swift-format-ignore: AlwaysUseLowerCamelCase
         let FL: UInt32 = 0x1, FR: UInt32 = 0x2, FC: UInt32 = 0x4, LFE: UInt32 = 0x8, BL: UInt32 = 0x10,
             BR: UInt32 = 0x20, BC: UInt32 = 0x100, SL: UInt32 = 0x200, SR: UInt32 = 0x400
         switch channels {

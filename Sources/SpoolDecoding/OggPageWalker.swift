@@ -182,6 +182,7 @@ struct OggPageWalker {
         guard let base = bytes.baseAddress else { return crc }
         return crcTables.withUnsafeBufferPointer { tables -> UInt32 in
             guard let t = tables.baseAddress else { return crc }
+            // swift-format-ignore: AlwaysUseLowerCamelCase
             func T(_ k: Int, _ byte: UInt8) -> UInt32 { t[k &* 256 &+ Int(byte)] }
             var crc = crc
             var p = base

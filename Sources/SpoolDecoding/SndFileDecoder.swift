@@ -202,8 +202,8 @@ final class SndFileDecoder: AudioDecoder {
     }
 }
 
-private extension Int {
-    var sfCount: sf_count_t { sf_count_t(self) }
+extension Int {
+    fileprivate var sfCount: sf_count_t { sf_count_t(self) }
 }
 
 extension DecoderFactory {

@@ -34,10 +34,10 @@ final class ToyDecoder: AudioDecoder {
 
 @Suite("DecoderRegistry")
 struct DecoderRegistryTests {
-    static let toy = DecoderFactory(name: "toy", typeHints: ["toy"], sniff: { $0.matches("SPL0") }) { source in
+    static let toy = DecoderFactory(name: "toy", typeHints: ["toy"], sniff: { $0.matches("SPL0") }, open: { source in
         guard case .memory(let data) = source.location else { throw AudioError(.unsupportedFormat, "toy: memory only") }
         return try ToyDecoder(data: data)
-    }
+    })
 
     @Test func aRegisteredFormatIsFoundByItsBytes() throws {
         let registry = DecoderRegistry(factories: [.mp3, .vorbis, .sndfile])

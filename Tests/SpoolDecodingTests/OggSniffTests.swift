@@ -130,9 +130,9 @@ enum OggFixtures {
 extension DecoderRegistryTests {
     /// Claims Ogg FLAC and decodes nothing: enough to show who the registry picks.
     static let oggFLAC = DecoderFactory(name: "oggflac", typeHints: ["ogg"],
-                                        sniff: { OggPayload.streams(in: $0).contains(.flac) }) { _ in
+                                        sniff: { OggPayload.streams(in: $0).contains(.flac) }, open: { _ in
         OggFLACStandIn()
-    }
+    })
 }
 
 final class OggFLACStandIn: AudioDecoder {
