@@ -132,13 +132,13 @@ public struct VoiceHandlerToken: Hashable, Sendable {
 public protocol PlaybackVoice: AnyObject, Sendable {
     /// The format of the buffers it takes.
     var format: AudioFormat { get }
-    /// Where its transport is (see the table above).
     /// How its audio is converted to the output's rate (when the rates differ).
     var resamplingQuality: ResamplingQuality { get }
     /// Changes how its audio is converted; while it plays, without a click.
     /// - Throws: `.invalidState` once disposed; `.invalidParameter` for a level a voice with
     ///   one way of converting does not have.
     func setResamplingQuality(_ quality: ResamplingQuality) throws
+    /// Where its transport is (see the table above).
     var state: VoiceState { get }
     /// Whether `stop(immediately: false)` has marked the end of its input: it stops by
     /// itself once it has played what is queued (when playing), and takes no more buffers.
