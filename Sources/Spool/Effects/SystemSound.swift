@@ -67,7 +67,8 @@ public final class SystemSound: Sendable {
     ///   - data: The bytes.
     ///   - typeHint: A file extension or MIME type; it only breaks ties.
     ///   - name: A name for messages.
-    ///   - effects, priority: As `init(contentsOf:effects:priority:)`.
+    ///   - effects: As `init(contentsOf:effects:priority:)`.
+    ///   - priority: As `init(contentsOf:effects:priority:)`.
     /// - Throws: As `init(contentsOf:effects:priority:)`.
     public convenience init(data: Data, typeHint: String? = nil, name: String = "<memory>", effects: SoundEffects? = nil,
                             priority: Int = 0) throws {
@@ -81,7 +82,8 @@ public final class SystemSound: Sendable {
     /// - Parameters:
     ///   - buffer: At least one frame.
     ///   - name: A name for messages.
-    ///   - effects, priority: As `init(contentsOf:effects:priority:)`.
+    ///   - effects: As `init(contentsOf:effects:priority:)`.
+    ///   - priority: As `init(contentsOf:effects:priority:)`.
     /// - Throws: `.emptyInput` for an empty buffer.
     public convenience init(buffer: PCMBuffer, name: String = "<buffer>", effects: SoundEffects? = nil,
                             priority: Int = 0) throws {

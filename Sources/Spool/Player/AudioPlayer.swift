@@ -152,7 +152,8 @@ public final class AudioPlayer: Sendable {
     /// - Parameters:
     ///   - data: The bytes of a file in a format Spool decodes.
     ///   - typeHint: A file extension or MIME type; it only breaks ties, the bytes decide.
-    ///   - backend, eventQueue: As `init(contentsOf:backend:eventQueue:)`.
+    ///   - backend: As `init(contentsOf:backend:eventQueue:)`.
+    ///   - eventQueue: As `init(contentsOf:backend:eventQueue:)`.
     /// - Throws: As `init(contentsOf:backend:eventQueue:)`; `.emptyInput` for no bytes.
     ///
     /// The corresponding Apple call is `AVAudioPlayer(data:fileTypeHint:)`.
@@ -166,7 +167,8 @@ public final class AudioPlayer: Sendable {
     ///
     /// - Parameters:
     ///   - buffer: At least one frame.
-    ///   - backend, eventQueue: As `init(contentsOf:backend:eventQueue:)`.
+    ///   - backend: As `init(contentsOf:backend:eventQueue:)`.
+    ///   - eventQueue: As `init(contentsOf:backend:eventQueue:)`.
     /// - Throws: `.emptyInput` for an empty buffer; the back-end's error.
     public convenience init(buffer: PCMBuffer, backend: (any PlaybackBackend)? = nil,
                             eventQueue: DispatchQueue? = nil) throws {
@@ -180,7 +182,8 @@ public final class AudioPlayer: Sendable {
     /// - Parameters:
     ///   - url: The file.
     ///   - cache: The cache to take the decoded buffer from, or to decode it into.
-    ///   - backend, eventQueue: As `init(contentsOf:backend:eventQueue:)`.
+    ///   - backend: As `init(contentsOf:backend:eventQueue:)`.
+    ///   - eventQueue: As `init(contentsOf:backend:eventQueue:)`.
     /// - Throws: The cache's or decoder's `AudioError`; the back-end's error.
     public convenience init(contentsOf url: URL, cache: BufferCache, backend: (any PlaybackBackend)? = nil,
                             eventQueue: DispatchQueue? = nil) throws {
