@@ -22,12 +22,14 @@ public protocol AudioDecoder: AnyObject {
     var warnings: [DecodeWarning] { get }
 
     /// Decodes up to `buffer.count / format.channelCount` frames into `buffer`.
+    ///
     /// - Parameter buffer: Room for whole interleaved frames.
     /// - Returns: Frames written; 0 only at the end of the stream.
     /// - Throws: `AudioError` when the stream cannot be decoded further.
     func read(into buffer: UnsafeMutableBufferPointer<Float>) throws -> Int
 
     /// Moves to `frame`, so that the next read starts exactly there.
+    ///
     /// - Parameter frame: A frame in `0...frameCount`.
     /// - Throws: `AudioError.Code.outOfRange` past the end, or a decoding failure.
     func seek(toFrame frame: Int) throws
@@ -192,6 +194,7 @@ extension AudioDecoder {
     /// `.formatChanged` and the decoder has reported the change in `warnings` (a
     /// `.formatChanged` warning, as Spool's Ogg Vorbis decoder does), the frames before it
     /// are returned; an unreported change is still thrown.
+    ///
     /// - Parameter maximumFrames: Stop after this many frames.
     /// - Returns: The decoded audio.
     /// - Throws: The decoder's error.

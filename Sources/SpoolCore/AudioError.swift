@@ -54,6 +54,7 @@ public struct AudioError: Error, CustomStringConvertible, Sendable {
     public var underlying: (any Error)?
 
     /// Makes an error.
+    ///
     /// - Parameters:
     ///   - code: What kind of failure this is.
     ///   - message: What is wrong, naming the file or parameter.

@@ -14,6 +14,7 @@ public struct AudioFormat: Hashable, Sendable, CustomStringConvertible {
     public static let sampleRateRange: ClosedRange<Double> = 1_000...768_000
 
     /// Makes a format.
+    ///
     /// - Parameters:
     ///   - sampleRate: Frames per second, within `sampleRateRange`.
     ///   - channelCount: 1…`maximumChannelCount`.

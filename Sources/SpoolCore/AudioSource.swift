@@ -27,6 +27,7 @@ public struct AudioSource: Sendable, CustomStringConvertible {
     public static func file(path: String) -> AudioSource { .file(URL(fileURLWithPath: path)) }
 
     /// Encoded audio held in memory.
+    ///
     /// - Parameters:
     ///   - data: The encoded bytes, exactly as a file would hold them.
     ///   - name: A name for messages.

@@ -6,6 +6,7 @@
 /// fill the first ones. Channels are in WAV order: L R C LFE BL BR SL SR.
 public enum ChannelMatrix {
     /// Writes the `outputs × inputs` matrix, row by output channel, into `m`.
+    ///
     /// - Parameters:
     ///   - m: Room for `inputs × outputs` gains; every entry is written.
     ///   - q: Source channels.

@@ -51,6 +51,7 @@ public enum RenderPriority {
     public static let realTimePriority: Int32 = 10
 
     /// Asks for `SCHED_FIFO` at `realTimePriority` for the calling thread.
+    ///
     /// - Returns: Whether it was granted. Without `CAP_SYS_NICE` or an `RLIMIT_RTPRIO` the
     ///   system refuses (`EPERM`) and the thread simply stays at normal priority.
     @discardableResult

@@ -22,9 +22,11 @@ public final class Locked<Value: ~Copyable>: @unchecked Sendable {
     }
 
     /// Runs `body` with the value, the lock held.
+    ///
     /// - Parameter body: Reads or changes the value; it must not block for long.
     /// - Returns: What `body` returns.
     /// - Throws: What `body` throws.
+    ///
     /// Inlinable, so that each use is specialized where it is written: unspecialized, the
     /// generic call looked up type metadata at every call, on the OpenAL pump's pass over
     /// hundreds of voices too.

@@ -11,6 +11,7 @@ public protocol OfflineRendering: AnyObject {
     var renderName: String { get }
 
     /// Renders `frames` interleaved frames into `buffer` on the calling thread.
+    ///
     /// - Throws: `.invalidState` when the device cannot render now; `.invalidParameter` when
     ///   `frames` is negative or `buffer` too small.
     func render(frames: Int, into buffer: UnsafeMutableBufferPointer<Float>) throws
@@ -18,6 +19,7 @@ public protocol OfflineRendering: AnyObject {
 
 extension OfflineRendering {
     /// Renders `frames` frames into a new buffer.
+    ///
     /// - Parameter frames: Frames to render, 0 or more.
     /// - Returns: The rendered audio, `frames` frames long.
     /// - Throws: As `render(frames:into:)`.
@@ -36,6 +38,7 @@ extension OfflineRendering {
 
     /// Renders `frames` frames into a WAV writer, one chunk at a time. One chunk buffer is
     /// allocated per call, none per chunk.
+    ///
     /// - Parameters:
     ///   - frames: Frames to render, 0 or more.
     ///   - writer: Receives the frames; its format must be the device's. Not finished here.
@@ -61,6 +64,7 @@ extension OfflineRendering {
     }
 
     /// Renders `seconds` of audio into a new Float32 WAV file at `path`.
+    ///
     /// - Parameters:
     ///   - seconds: How long to render, rounded to the nearest frame.
     ///   - path: The file to create or replace.

@@ -19,6 +19,7 @@ public struct RenderTimestamp: Sendable, Equatable {
 /// AudioUnit render callback.
 public protocol AudioRenderer: AnyObject, Sendable {
     /// Writes `frames` interleaved frames in the device's format into `buffer`.
+    ///
     /// - Parameters:
     ///   - buffer: Room for `frames × channelCount` samples; its contents on entry are undefined.
     ///   - frames: Frames to write, at most the device's period.
@@ -46,6 +47,7 @@ public struct OutputConfiguration: Sendable, Equatable {
     public var periodCount: Int
 
     /// Makes a configuration.
+    ///
     /// - Parameters:
     ///   - sampleRate: Frames per second, or `nil` for the device's own.
     ///   - channelCount: Output channels, 1…8.
@@ -59,6 +61,7 @@ public struct OutputConfiguration: Sendable, Equatable {
     }
 
     /// Checks every field.
+    ///
     /// - Throws: `AudioError.Code.invalidParameter` naming the field at fault.
     public func validated() throws -> OutputConfiguration {
         if let sampleRate { _ = try AudioFormat(sampleRate: sampleRate, channelCount: 1) }
@@ -97,6 +100,7 @@ public protocol OutputDevice: AnyObject, Sendable {
     var rendersInRealTime: Bool { get }
 
     /// Starts pulling from `renderer` on the device's render thread.
+    ///
     /// - Throws: `AudioError.Code.invalidState` when already running, or a device error.
     func start(renderer: any AudioRenderer) throws
     /// Stops pulling and returns once the render thread will not call the renderer again.

@@ -15,6 +15,7 @@ public struct PCMBuffer: Sendable {
     let startFrame: Int
 
     /// Makes a buffer from interleaved samples.
+    ///
     /// - Parameters:
     ///   - format: Rate and channel count of `samples`.
     ///   - samples: Interleaved Float32 samples; the count must be a multiple of the channel count.
@@ -39,6 +40,7 @@ public struct PCMBuffer: Sendable {
     }
 
     /// Makes a buffer from interleaved PCM bytes a program decoded itself.
+    ///
     /// - Parameters:
     ///   - format: Rate and channel count of the data.
     ///   - data: Interleaved little-endian samples.
@@ -93,6 +95,7 @@ public struct PCMBuffer: Sendable {
     public var storageByteCount: Int { storage.count * MemoryLayout<Float>.size }
 
     /// A buffer over `frames` of this one, sharing its storage.
+    ///
     /// - Parameter frames: A range within `0..<frameCount`.
     /// - Throws: `AudioError.Code.outOfRange` when the range leaves the buffer.
     public func slice(frames: Range<Int>) throws -> PCMBuffer {
@@ -113,6 +116,7 @@ public struct PCMBuffer: Sendable {
     public var samples: [Float] { withUnsafeSamples { Array($0) } }
 
     /// One sample.
+    ///
     /// - Parameters:
     ///   - frame: A frame in `0..<frameCount`.
     ///   - channel: A channel in `0..<format.channelCount`.

@@ -17,6 +17,7 @@ public protocol PlaybackBackend: AnyObject, Sendable {
 
     /// Makes a voice for audio of `format`, in the `.stopped` state, with nothing queued, at
     /// volume 1, pan 0 and playback rate 1.
+    ///
     /// - Parameter format: The rate and channel count of the buffers it will take; any rate
     ///   is converted to the back-end's, any channel count mapped to its channels.
     /// - Returns: The voice.
@@ -132,13 +133,14 @@ public struct VoiceHandlerToken: Hashable, Sendable {
 public protocol PlaybackVoice: AnyObject, Sendable {
     /// The format of the buffers it takes.
     var format: AudioFormat { get }
-    /// Where its transport is (see the table above).
     /// How its audio is converted to the output's rate (when the rates differ).
     var resamplingQuality: ResamplingQuality { get }
     /// Changes how its audio is converted; while it plays, without a click.
+    ///
     /// - Throws: `.invalidState` once disposed; `.invalidParameter` for a level a voice with
     ///   one way of converting does not have.
     func setResamplingQuality(_ quality: ResamplingQuality) throws
+    /// Where its transport is (see the table above).
     var state: VoiceState { get }
     /// Whether `stop(immediately: false)` has marked the end of its input: it stops by
     /// itself once it has played what is queued (when playing), and takes no more buffers.
@@ -160,6 +162,7 @@ public protocol PlaybackVoice: AnyObject, Sendable {
     /// Adds a handler to call with each buffer once the voice is done with it: its frames
     /// have been taken into the output (mixed, or converted on their way there), or a stop or
     /// `dispose` handed it back unplayed. See Handlers above.
+    ///
     /// - Parameter handler: Called once per buffer, in the order the buffers were enqueued.
     /// - Returns: A token for `removeHandler(_:)`.
     @discardableResult
@@ -167,8 +170,10 @@ public protocol PlaybackVoice: AnyObject, Sendable {
 
     /// Adds a handler to call each time the started voice stops, with the reason. See
     /// Finished above.
+    ///
     /// - Parameter handler: Called once per stop.
     /// - Returns: A token for `removeHandler(_:)`.
+    ///
     /// The corresponding Apple call is `AudioQueueAddPropertyListener` on
     /// `kAudioQueueProperty_IsRunning`.
     @discardableResult
@@ -179,6 +184,7 @@ public protocol PlaybackVoice: AnyObject, Sendable {
     func removeHandler(_ token: VoiceHandlerToken)
 
     /// Queues a buffer after those already queued.
+    ///
     /// - Parameter buffer: Audio in the voice's format, at least one frame.
     /// - Throws: `.invalidParameter` for another format or an empty buffer; `.invalidState`
     ///   while draining or once disposed; the back-end's error once it took the voice away.
@@ -188,16 +194,20 @@ public protocol PlaybackVoice: AnyObject, Sendable {
     /// is heard at `hostTime`; does nothing while playing. A start from `.stopped` plays from
     /// the first queued frame and counts `framesPlayed` from 0; with nothing queued it plays
     /// as soon as a buffer is enqueued.
+    ///
     /// - Parameter hostTime: A `HostTime` at which the first frame should be heard, or `nil`
     ///   for now; a time already past means now. Until then the voice is `.playing` silence.
     /// - Throws: `.invalidState` once disposed, or the back-end's error.
+    ///
     /// The corresponding Apple call is `AudioQueueStart`; OpenAL's is `alSourcePlay`.
     func start(atHostTime hostTime: UInt64?) throws
 
     /// Pauses a playing voice: it fades out (5 ms on the queue, one mixer update on OpenAL)
     /// and holds the frame the fade ends on, which `start` resumes from. A scheduled start
     /// not yet reached is cancelled. Does nothing unless playing.
+    ///
     /// - Throws: `.invalidState` once disposed, or the back-end's error.
+    ///
     /// The corresponding Apple call is `AudioQueuePause`; OpenAL's is `alSourcePause`.
     func pause() throws
 
@@ -214,15 +224,19 @@ public protocol PlaybackVoice: AnyObject, Sendable {
     /// queued and then stops by itself (`.playedOut`); with nothing queued it stops at the
     /// next render. A paused or stopped voice keeps its state and plays out once started.
     /// Enqueueing throws until it has stopped.
+    ///
     /// - Throws: `.invalidState` once disposed, or the back-end's error.
+    ///
     /// The corresponding Apple call is `AudioQueueStop`; OpenAL's is `alSourceStop`.
     func stop(immediately: Bool) throws
 
     /// Sets the gain, 0…1 (linear). Before `start`, or while paused, the next frames play at
     /// it with no ramp; while playing it ramps linearly over `rampSeconds` (at least the
     /// back-end's declick time, 5 ms on the queue, one mixer update on OpenAL).
+    ///
     /// - Throws: `.invalidParameter` outside 0…1 or for a negative or infinite ramp;
     ///   `.invalidState` once disposed.
+    ///
     /// The corresponding Apple parameters are `kAudioQueueParam_Volume` and
     /// `kAudioQueueParam_VolumeRampTime`; OpenAL's is `AL_GAIN`.
     func setVolume(_ volume: Float, rampSeconds: Double) throws
@@ -231,7 +245,9 @@ public protocol PlaybackVoice: AnyObject, Sendable {
     /// plays at unity on both channels, a stereo source is balanced. It applies from the first
     /// frame before `start`; while playing it glides (5 ms on the queue; on OpenAL over one
     /// mixer update for mono, from the next converted chunk for stereo).
+    ///
     /// - Throws: `.invalidParameter` outside −1…1; `.invalidState` once disposed.
+    ///
     /// The corresponding Apple parameter is `kAudioQueueParam_Pan`.
     func setPan(_ pan: Float) throws
 
@@ -239,7 +255,9 @@ public protocol PlaybackVoice: AnyObject, Sendable {
     /// frame still plays once. Before `start` it applies from the first frame; while playing
     /// the queue glides to it at once and OpenAL after the few milliseconds it has converted
     /// ahead.
+    ///
     /// - Throws: `.invalidParameter` outside 0.5…2; `.invalidState` once disposed.
+    ///
     /// The corresponding Apple parameter is `kAudioQueueParam_PlayRate`; OpenAL's is `AL_PITCH`.
     func setPlaybackRate(_ rate: Float) throws
 
@@ -252,14 +270,17 @@ public protocol PlaybackVoice: AnyObject, Sendable {
 
 extension PlaybackVoice {
     /// Starts or resumes now.
+    ///
     /// - Throws: As `start(atHostTime:)`.
     public func start() throws { try start(atHostTime: nil) }
 
     /// Sets the gain with the back-end's shortest ramp.
+    ///
     /// - Throws: As `setVolume(_:rampSeconds:)`.
     public func setVolume(_ volume: Float) throws { try setVolume(volume, rampSeconds: 0) }
 
     /// Stops at once (with the declick fade), handing back what is queued.
+    ///
     /// - Throws: As `stop(immediately:)`.
     public func stop() throws { try stop(immediately: true) }
 }
@@ -274,6 +295,7 @@ public struct VoiceHandlers: Sendable {
     public init() {}
 
     /// Adds a consumed-buffer handler.
+    ///
     /// - Returns: Its token.
     public mutating func addConsumed(_ handler: @escaping @Sendable (PCMBuffer) -> Void) -> VoiceHandlerToken {
         next += 1
@@ -282,6 +304,7 @@ public struct VoiceHandlers: Sendable {
     }
 
     /// Adds a finished handler.
+    ///
     /// - Returns: Its token.
     public mutating func addFinished(_ handler: @escaping @Sendable (VoiceFinish) -> Void) -> VoiceHandlerToken {
         next += 1

@@ -51,6 +51,7 @@ public final class RenderLoad: Sendable {
     public init() {}
 
     /// Render thread: runs one period's render and counts its CPU time.
+    ///
     /// - Parameters:
     ///   - periodNanoseconds: How long the audio it renders lasts.
     ///   - render: The render.

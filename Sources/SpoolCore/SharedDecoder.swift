@@ -13,6 +13,7 @@ public final class SharedDecoder: AudioDecoder, Sendable {
     public let info: AudioFileInfo
 
     /// Takes over `decoder`.
+    ///
     /// - Parameter decoder: A decoder nobody else keeps.
     public init(_ decoder: sending any AudioDecoder) {
         format = decoder.format

@@ -69,6 +69,7 @@ public final class VoiceFeeder: Sendable {
     }
 
     /// Makes a feeder.
+    ///
     /// - Parameters:
     ///   - voice: A voice in the source's format.
     ///   - source: A decoder at the frame to start from, or a decoded buffer.
@@ -100,6 +101,7 @@ public final class VoiceFeeder: Sendable {
     /// Makes a feeder that decodes as the voice plays. The decoder is handed over (`sending`):
     /// from now on only the feeder uses it, under its lock, on whichever thread refills the
     /// voice, so no wrapper is needed to use it from the voice's `@Sendable` callbacks.
+    ///
     /// - Parameters: As `init(voice:source:bufferFrames:buffersAhead:numberOfLoops:)`.
     /// - Throws: As that initializer.
     public convenience init(voice: any PlaybackVoice, decoder: sending any AudioDecoder, bufferFrames: Int = 4096,
@@ -116,6 +118,7 @@ public final class VoiceFeeder: Sendable {
 
     /// Queues the first buffers; call before starting the voice. A source shorter than that
     /// is queued whole, and its end marked.
+    ///
     /// - Throws: The decoder's error when not a single frame decodes; the voice's error when
     ///   it takes no buffer.
     public func prime() throws {
@@ -131,6 +134,7 @@ public final class VoiceFeeder: Sendable {
     /// holds is dropped (handed back, not reported), the first buffers from `frame` are
     /// queued, and a playing voice plays on from there; a paused or stopped voice is left
     /// stopped, ready to start at `frame`. It also starts a feed that had ended or stopped.
+    ///
     /// - Parameter frame: A frame within `0...frameCount` of the source.
     /// - Throws: `.outOfRange` for a frame outside the source; the decoder's or the voice's error.
     public func seek(toFrame frame: Int) throws {

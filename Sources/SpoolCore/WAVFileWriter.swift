@@ -26,6 +26,7 @@ public final class WAVFileWriter {
     /// written through and a device stays a device: `FileManager.createFile` writes a new
     /// file and renames it over the path, which replaced a link with a regular file, and
     /// /dev/null too when run as root.
+    ///
     /// - Throws: `AudioError.Code.writeFailed` when the file cannot be created.
     public init(path: String, format: AudioFormat) throws {
         self.path = path
@@ -46,6 +47,7 @@ public final class WAVFileWriter {
     deinit { try? finish() }
 
     /// Appends interleaved frames.
+    ///
     /// - Throws: `AudioError.Code.writeFailed` when the disk refuses them or the file would
     ///   outgrow what a WAV header can describe (4 GiB).
     public func write(_ samples: UnsafeBufferPointer<Float>) throws {
@@ -65,6 +67,7 @@ public final class WAVFileWriter {
     }
 
     /// Drops what was written past the first `frames` frames.
+    ///
     /// - Throws: `AudioError.Code.writeFailed` when the file cannot be cut.
     public func truncate(toFrames frames: Int) throws {
         guard !finished, (0..<framesWritten).contains(frames) else { return }

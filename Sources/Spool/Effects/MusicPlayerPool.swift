@@ -24,6 +24,7 @@ public final class MusicPlayerPool: Sendable {
     }
 
     /// Makes an empty pool.
+    ///
     /// - Parameters:
     ///   - directory: Where names are looked up.
     ///   - backend: Where to play; `nil` for the default.
@@ -39,6 +40,7 @@ public final class MusicPlayerPool: Sendable {
     }
 
     /// The player of a file, made on first use.
+    ///
     /// - Parameter name: A file name in `directory`, with or without its extension.
     /// - Throws: `.fileNotFound` with the nearest names; the player's error.
     public func player(named name: String) throws -> AudioPlayer {
@@ -64,6 +66,7 @@ public final class MusicPlayerPool: Sendable {
     }
 
     /// Plays a file's player (resuming it where it paused).
+    ///
     /// - Returns: The player.
     /// - Throws: As `player(named:)` and `AudioPlayer.play()`.
     @discardableResult
@@ -74,10 +77,12 @@ public final class MusicPlayerPool: Sendable {
     }
 
     /// Pauses a file's player, if it has one.
+    ///
     /// - Throws: `.fileNotFound` for a name not in the folder; the player's error.
     public func pauseMusic(named name: String) throws { try existing(name)?.pause() }
 
     /// Stops a file's player, if it has one (it keeps its place, as `AudioPlayer.stop()`).
+    ///
     /// - Throws: `.fileNotFound` for a name not in the folder; the player's error.
     public func stopMusic(named name: String) throws { try existing(name)?.stop() }
 

@@ -6,6 +6,7 @@ extension PCMBuffer {
     /// high-quality converter for the rate, `ChannelMatrix` (the mapping both back-ends mix
     /// with) for the channels. The length is the source's duration at the new rate, rounded to
     /// the nearest frame; the converter is time-aligned, so frame 0 is the source's frame 0.
+    ///
     /// - Parameter format: The rate and channel count wanted.
     /// - Returns: This buffer itself when the format is already `format`.
     /// - Throws: `.invalidParameter` for a ratio or channel count the converter cannot take.

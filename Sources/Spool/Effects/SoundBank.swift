@@ -27,6 +27,7 @@ public final class SoundBank: Sendable {
     private let sounds = Locked<[String: SystemSound]>([:])
 
     /// Makes an empty bank.
+    ///
     /// - Parameter effects: Where its sounds play; `nil` for `SoundEffects.shared()`.
     /// - Throws: The output's error.
     public init(effects: SoundEffects? = nil) throws {
@@ -36,6 +37,7 @@ public final class SoundBank: Sendable {
     private static let sharedBank = Locked<SoundBank?>(nil)
 
     /// One bank for the whole program, on `SoundEffects.shared()`, made on first use.
+    ///
     /// - Throws: The output's error.
     public static func shared() throws -> SoundBank {
         try sharedBank.withLock { shared in
@@ -49,6 +51,7 @@ public final class SoundBank: Sendable {
     /// Loads every audio file directly in `directory` (by extension: MP3, Ogg, Opus, WAV,
     /// AIFF, CAF, FLAC), decoding on every core. A file that fails is listed in the report and
     /// the rest load; a name loaded already is loaded again.
+    ///
     /// - Parameter directory: The folder.
     /// - Returns: What loaded and what did not.
     /// - Throws: `.fileNotFound` when the folder cannot be listed.
@@ -79,6 +82,7 @@ public final class SoundBank: Sendable {
     }
 
     /// Loads one file under its file name.
+    ///
     /// - Returns: The sound.
     /// - Throws: The decoder's error.
     @discardableResult
@@ -89,6 +93,7 @@ public final class SoundBank: Sendable {
     }
 
     /// Drops a sound; plays under way finish.
+    ///
     /// - Parameter name: Its file name, with or without the extension.
     /// - Returns: Whether a sound went.
     @discardableResult
@@ -104,6 +109,7 @@ public final class SoundBank: Sendable {
     public var names: [String] { sounds.withLock { $0.keys.sorted() } }
 
     /// The sound of a name.
+    ///
     /// - Parameter name: Its file name, with or without the extension.
     /// - Throws: `.fileNotFound` for an unknown name, with the nearest names loaded;
     ///   `.invalidParameter` when the name without extension fits several files.
@@ -116,6 +122,7 @@ public final class SoundBank: Sendable {
     }
 
     /// Plays a sound by name (see `SystemSound.play()`).
+    ///
     /// - Parameter name: Its file name, with or without the extension.
     /// - Returns: The sound played, for its completion.
     /// - Throws: As `sound(named:)` and `SystemSound.play()`.

@@ -49,6 +49,7 @@ public final class SoundEffects: Sendable {
     }
 
     /// Makes an output for sound effects.
+    ///
     /// - Parameters:
     ///   - backend: Where to play; `nil` for `AudioPlayer.defaultBackend()`.
     ///   - voiceLimit: Sounds playing at once, 1…256 (default 32).
@@ -70,6 +71,7 @@ public final class SoundEffects: Sendable {
 
     /// The output `SystemSound`s use when none is given: on `AudioPlayer.defaultBackend()`,
     /// made on first use.
+    ///
     /// - Throws: The back-end's error.
     public static func shared() throws -> SoundEffects {
         try sharedOutput.withLock { shared in
@@ -90,6 +92,7 @@ public final class SoundEffects: Sendable {
 
     /// Plays `buffer` (in `format`) once, at unity gain; `done` runs on `eventQueue` once it
     /// has played its last frame, or was stopped to make room.
+    ///
     /// - Returns: The play, to follow or stop.
     func play(_ buffer: PCMBuffer, staticBuffer: OpenALStaticBuffer?, priority: Int,
               done: @escaping @Sendable () -> Void) throws -> SoundPlay {
@@ -248,6 +251,7 @@ public struct SoundPlay: Sendable {
     }
 
     /// Stops this play with the back-end's fade; its completion runs.
+    ///
     /// - Throws: The back-end's error.
     public func stop() throws { try effects?.stop(voice) }
 }

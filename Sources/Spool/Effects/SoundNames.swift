@@ -19,6 +19,7 @@ enum SoundNames {
     }
 
     /// The one of `names` that `name` means: equal to it, or to it without its extension.
+    ///
     /// - Throws: `.fileNotFound` naming the nearest names; `.invalidParameter` when several
     ///   files share the name without extension.
     static func resolve(_ name: String, among names: [String], what: String) throws -> String {

@@ -41,6 +41,7 @@ public final class SystemSound: Sendable {
 
     /// Makes a sound from a file: decoded and converted once, and kept in the output's cache
     /// for every sound made from the same file.
+    ///
     /// - Parameters:
     ///   - url: A file in a format Spool decodes.
     ///   - effects: Where it plays; `nil` for `SoundEffects.shared()`.
@@ -61,11 +62,13 @@ public final class SystemSound: Sendable {
     }
 
     /// Makes a sound from encoded bytes in memory (a file's bytes).
+    ///
     /// - Parameters:
     ///   - data: The bytes.
     ///   - typeHint: A file extension or MIME type; it only breaks ties.
     ///   - name: A name for messages.
-    ///   - effects, priority: As `init(contentsOf:effects:priority:)`.
+    ///   - effects: As `init(contentsOf:effects:priority:)`.
+    ///   - priority: As `init(contentsOf:effects:priority:)`.
     /// - Throws: As `init(contentsOf:effects:priority:)`.
     public convenience init(data: Data, typeHint: String? = nil, name: String = "<memory>", effects: SoundEffects? = nil,
                             priority: Int = 0) throws {
@@ -75,10 +78,12 @@ public final class SystemSound: Sendable {
     }
 
     /// Makes a sound from PCM (a program's own, or a cached decode), converted to the output.
+    ///
     /// - Parameters:
     ///   - buffer: At least one frame.
     ///   - name: A name for messages.
-    ///   - effects, priority: As `init(contentsOf:effects:priority:)`.
+    ///   - effects: As `init(contentsOf:effects:priority:)`.
+    ///   - priority: As `init(contentsOf:effects:priority:)`.
     /// - Throws: `.emptyInput` for an empty buffer.
     public convenience init(buffer: PCMBuffer, name: String = "<buffer>", effects: SoundEffects? = nil,
                             priority: Int = 0) throws {
@@ -98,6 +103,7 @@ public final class SystemSound: Sendable {
     /// Plays the sound once, from its first frame, beside whatever plays already (itself
     /// included). It starts on the output's next period. The corresponding Apple call is
     /// `AudioServicesPlaySystemSound`.
+    ///
     /// - Returns: The play, to follow (`framesPlayed`) or stop early.
     /// - Throws: `.invalidState` once disposed; `.deviceUnavailable` when every voice plays a
     ///   sound of a higher priority; the back-end's error.
@@ -113,7 +119,9 @@ public final class SystemSound: Sendable {
     /// finished: after its last frame has been mixed, or once it was stopped to make room.
     /// Completions run while the program keeps the sound; a play of a sound let go of plays to
     /// its end without them.
+    ///
     /// - Returns: A token for `removeCompletion(_:)`.
+    ///
     /// The corresponding Apple call is `AudioServicesAddSystemSoundCompletion`.
     @discardableResult
     public func addCompletion(_ handler: @escaping @Sendable (SystemSound) -> Void) -> SystemSoundCompletionToken {

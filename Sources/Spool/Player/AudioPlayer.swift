@@ -125,6 +125,7 @@ public final class AudioPlayer: Sendable {
     // MARK: Making a player
 
     /// Makes a player for a file, decoded as it plays.
+    ///
     /// - Parameters:
     ///   - url: A file in a format Spool decodes (MP3, Ogg Vorbis, Ogg Opus, WAV, AIFF, CAF, FLAC).
     ///   - backend: Where to play; `nil` for `AudioPlayer.defaultBackend()`.
@@ -132,6 +133,7 @@ public final class AudioPlayer: Sendable {
     ///     (pass `.main` in a program whose main queue runs).
     /// - Throws: The decoder's `AudioError` (`.fileNotFound`, `.unsupportedFormat`, …), or the
     ///   back-end's when it has no voice for the format.
+    ///
     /// The corresponding Apple call is `AVAudioPlayer(contentsOf:)`.
     public convenience init(contentsOf url: URL, backend: (any PlaybackBackend)? = nil,
                             eventQueue: DispatchQueue? = nil) throws {
@@ -146,11 +148,14 @@ public final class AudioPlayer: Sendable {
     }
 
     /// Makes a player for encoded audio in memory, decoded as it plays.
+    ///
     /// - Parameters:
     ///   - data: The bytes of a file in a format Spool decodes.
     ///   - typeHint: A file extension or MIME type; it only breaks ties, the bytes decide.
-    ///   - backend, eventQueue: As `init(contentsOf:backend:eventQueue:)`.
+    ///   - backend: As `init(contentsOf:backend:eventQueue:)`.
+    ///   - eventQueue: As `init(contentsOf:backend:eventQueue:)`.
     /// - Throws: As `init(contentsOf:backend:eventQueue:)`; `.emptyInput` for no bytes.
+    ///
     /// The corresponding Apple call is `AVAudioPlayer(data:fileTypeHint:)`.
     public convenience init(data: Data, typeHint: String? = nil, backend: (any PlaybackBackend)? = nil,
                             eventQueue: DispatchQueue? = nil) throws {
@@ -159,9 +164,11 @@ public final class AudioPlayer: Sendable {
     }
 
     /// Makes a player for PCM a program made or decoded itself.
+    ///
     /// - Parameters:
     ///   - buffer: At least one frame.
-    ///   - backend, eventQueue: As `init(contentsOf:backend:eventQueue:)`.
+    ///   - backend: As `init(contentsOf:backend:eventQueue:)`.
+    ///   - eventQueue: As `init(contentsOf:backend:eventQueue:)`.
     /// - Throws: `.emptyInput` for an empty buffer; the back-end's error.
     public convenience init(buffer: PCMBuffer, backend: (any PlaybackBackend)? = nil,
                             eventQueue: DispatchQueue? = nil) throws {
@@ -171,10 +178,12 @@ public final class AudioPlayer: Sendable {
 
     /// Makes a player for a file through a buffer cache: decoded once, whole, and kept in the
     /// cache for every player of the same file.
+    ///
     /// - Parameters:
     ///   - url: The file.
     ///   - cache: The cache to take the decoded buffer from, or to decode it into.
-    ///   - backend, eventQueue: As `init(contentsOf:backend:eventQueue:)`.
+    ///   - backend: As `init(contentsOf:backend:eventQueue:)`.
+    ///   - eventQueue: As `init(contentsOf:backend:eventQueue:)`.
     /// - Throws: The cache's or decoder's `AudioError`; the back-end's error.
     public convenience init(contentsOf url: URL, cache: BufferCache, backend: (any PlaybackBackend)? = nil,
                             eventQueue: DispatchQueue? = nil) throws {
@@ -217,6 +226,7 @@ public final class AudioPlayer: Sendable {
     /// output (48 kHz stereo, 1024 × 3 frames), opened on first use and shared. Where no
     /// device can be opened it plays to the null device and prints a one-line notice to the
     /// standard error.
+    ///
     /// - Returns: The shared back-end.
     /// - Throws: The device's error when not even the null device opens.
     public static func defaultBackend() throws -> any PlaybackBackend {
@@ -282,6 +292,7 @@ public final class AudioPlayer: Sendable {
 
     /// Opens the voice and queues the first buffers, so `play()` starts on the next device
     /// period. Does nothing unless stopped. The corresponding Apple call is `prepareToPlay()`.
+    ///
     /// - Throws: The back-end's error (no voice left), or the decoder's when nothing decodes.
     public func prepareToPlay() throws {
         try control.withLock { c in
@@ -293,12 +304,14 @@ public final class AudioPlayer: Sendable {
 
     /// Plays from `currentTime`, or resumes a paused player where it paused (with a 5 ms
     /// fade-in). Does nothing while playing. The corresponding Apple call is `play()`.
+    ///
     /// - Throws: As `prepareToPlay()`.
     public func play() throws { try start(atHostTime: nil) }
 
     /// Plays, or resumes, so that the first frame is heard at `time` on the device clock
     /// (`deviceCurrentTime`); a time already past means now. Until then the voice plays
     /// silence. Does nothing while playing. The corresponding Apple call is `play(atTime:)`.
+    ///
     /// - Parameter time: Seconds on the device clock.
     /// - Throws: `.invalidParameter` for a negative or non-finite time; as `prepareToPlay()`.
     public func play(atTime time: TimeInterval) throws {
@@ -326,6 +339,7 @@ public final class AudioPlayer: Sendable {
 
     /// Pauses a playing player: a 5 ms fade-out, then it holds its place; `play()` resumes
     /// there. Does nothing otherwise. The corresponding Apple call is `pause()`.
+    ///
     /// - Throws: The back-end's error.
     public func pause() throws {
         try control.withLock { c in
@@ -339,6 +353,7 @@ public final class AudioPlayer: Sendable {
     /// Stops and undoes `prepareToPlay()`: a playing player fades out (5 ms), what is queued
     /// is dropped. `currentTime` stays where it stopped, as in AVAudioPlayer; no event is
     /// sent. Does nothing when stopped. The corresponding Apple call is `stop()`.
+    ///
     /// - Throws: The back-end's error.
     public func stop() throws {
         try control.withLock { c in
@@ -356,6 +371,7 @@ public final class AudioPlayer: Sendable {
     /// plays on from there, a paused one resumes there, a stopped one starts there. A time
     /// past the end is clamped to the end (a playing player then finishes, or loops, at once).
     /// The corresponding Apple property is `currentTime`.
+    ///
     /// - Parameter time: Seconds from the start, 0 or more.
     /// - Throws: `.invalidParameter` for a negative or non-finite time; the decoder's error.
     public func setCurrentTime(_ time: TimeInterval) throws {
@@ -366,6 +382,7 @@ public final class AudioPlayer: Sendable {
     }
 
     /// Moves playback to source frame `frame`; see `setCurrentTime(_:)`.
+    ///
     /// - Parameter frame: A frame from 0; past the end is clamped to the end.
     /// - Throws: `.invalidParameter` for a negative frame; the decoder's error.
     public func seek(toFrame frame: Int) throws {
@@ -384,10 +401,12 @@ public final class AudioPlayer: Sendable {
 
     /// Sets the gain, ramping to it over `fadeDuration` seconds while playing (at least the
     /// back-end's 5 ms declick ramp, so a change never clicks).
+    ///
     /// - Parameters:
     ///   - volume: 0…1 (linear).
     ///   - fadeDuration: Seconds, 0 or more.
     /// - Throws: `.invalidParameter` outside those ranges.
+    ///
     /// The corresponding Apple call is `setVolume(_:fadeDuration:)`.
     public func setVolume(_ volume: Float, fadeDuration: TimeInterval = 0) throws {
         guard volume.isFinite, (0...1).contains(volume) else {
@@ -410,6 +429,7 @@ public final class AudioPlayer: Sendable {
 
     /// Chooses how the source is converted to the output's rate; while playing, the change
     /// crossfades without a click (see `ResamplingQuality`).
+    ///
     /// - Throws: The voice's error (a back-end with one way of converting refuses the others).
     public func setResamplingQuality(_ quality: ResamplingQuality) throws {
         try control.withLock { c in
@@ -423,6 +443,7 @@ public final class AudioPlayer: Sendable {
 
     /// Sets the stereo position by the shared `PanLaw` (a mono source at 0 plays at unity on
     /// both channels); it glides over 5 ms while playing.
+    ///
     /// - Parameter pan: −1…1.
     /// - Throws: `.invalidParameter` outside −1…1.
     public func setPan(_ pan: Float) throws {
@@ -442,6 +463,7 @@ public final class AudioPlayer: Sendable {
     public var numberOfLoops: Int { control.withLock { $0.numberOfLoops } }
 
     /// Sets `numberOfLoops`; while playing, it counts from the pass playing now.
+    ///
     /// - Parameter loops: −1 or more.
     /// - Throws: `.invalidParameter` below −1.
     public func setNumberOfLoops(_ loops: Int) throws {
@@ -464,6 +486,7 @@ public final class AudioPlayer: Sendable {
 
     /// Turns `rate` on or off. Unlike AVAudioPlayer, which reads it once at `prepareToPlay()`,
     /// it applies at any time.
+    ///
     /// - Throws: The back-end's or decoder's error.
     public func setEnableRate(_ enabled: Bool) throws {
         try control.withLock { c in try changeRate(&c) { $0.enableRate = enabled } }
@@ -472,6 +495,7 @@ public final class AudioPlayer: Sendable {
     /// Sets the speed. With the pitch kept, a change from or to 1 restarts the stream at the
     /// current frame (a 5 ms fade), one between two other speeds applies from the next chunk
     /// stretched (about 90 ms ahead); varispeed glides at once.
+    ///
     /// - Parameter rate: 0.5…2.
     /// - Throws: `.invalidParameter` outside 0.5…2; the back-end's or decoder's error.
     public func setRate(_ rate: Float) throws {
@@ -482,6 +506,7 @@ public final class AudioPlayer: Sendable {
     }
 
     /// Chooses pitch-preserving or varispeed `rate`.
+    ///
     /// - Throws: The back-end's or decoder's error.
     public func setRateMode(_ mode: RateMode) throws {
         try control.withLock { c in try changeRate(&c) { $0.rateMode = mode } }
@@ -528,12 +553,14 @@ public final class AudioPlayer: Sendable {
     /// of the mean square of its samples over the window, so a full-scale square wave reads 0
     /// and a full-scale sine −3.01; −160 for silence or before any measurement. The
     /// corresponding Apple call is `averagePower(forChannel:)`.
+    ///
     /// - Throws: `.invalidParameter` for a channel the source does not have.
     public func averagePower(forChannel channel: Int) throws -> Float { try meter(channel).average }
 
     /// The peak power of `channel` when `updateMeters()` last measured, in dBFS: 20·log10 of
     /// the largest magnitude over the window, clamped to −160…0. The corresponding Apple call
     /// is `peakPower(forChannel:)`.
+    ///
     /// - Throws: `.invalidParameter` for a channel the source does not have.
     public func peakPower(forChannel channel: Int) throws -> Float { try meter(channel).peak }
 

@@ -73,6 +73,7 @@ final class PlayerStream: AudioDecoder, @unchecked Sendable {
 
     /// Sets the pitch-preserving tempo: nil plays the source as it is. A change between nil and
     /// a tempo takes effect at the next seek; one between two tempos at the next read.
+    ///
     /// - Returns: The tempo asked for before.
     @discardableResult
     func setRequestedTempo(_ tempo: Double?) -> Double? {

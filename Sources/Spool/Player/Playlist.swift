@@ -59,6 +59,7 @@ public final class Playlist: Sendable {
     }
 
     /// Makes a playlist.
+    ///
     /// - Parameters:
     ///   - items: The items, in order; at least one.
     ///   - backend: Where to play; `nil` for `AudioPlayer.defaultBackend()`.
@@ -92,14 +93,17 @@ public final class Playlist: Sendable {
     // MARK: Transport
 
     /// Plays, or resumes. The corresponding Apple call is `play()`.
+    ///
     /// - Throws: As `AudioPlayer.play()`.
     public func play() throws { try player.play() }
 
     /// Pauses. The corresponding Apple call is `pause()`.
+    ///
     /// - Throws: As `AudioPlayer.pause()`.
     public func pause() throws { try player.pause() }
 
     /// Stops; `play()` goes on from the same place in the same item.
+    ///
     /// - Throws: As `AudioPlayer.stop()`.
     public func stop() throws {
         let now = heard()
@@ -116,6 +120,7 @@ public final class Playlist: Sendable {
 
     /// Moves to `time` seconds into the item being heard (past its end: to its end): a playing
     /// playlist plays on from there. The corresponding Apple call is `seek(to:)`.
+    ///
     /// - Throws: `.invalidParameter` for a negative or non-finite time; the player's error.
     public func seek(to time: TimeInterval) throws {
         guard time.isFinite, time >= 0 else {
@@ -137,6 +142,7 @@ public final class Playlist: Sendable {
 
     /// Moves to the next item in play order (with repeat all, from the last to the first);
     /// after the last, stops. The corresponding Apple call is `advanceToNextItem()`.
+    ///
     /// - Throws: The player's or the item's error.
     public func advanceToNextItem() throws {
         let now = heard()
@@ -155,6 +161,7 @@ public final class Playlist: Sendable {
 
     /// Moves to the item before the current one in play order (the first stays the first,
     /// from its start, unless repeating all).
+    ///
     /// - Throws: The player's or the item's error.
     public func previous() throws {
         let now = heard()
@@ -165,6 +172,7 @@ public final class Playlist: Sendable {
     }
 
     /// Moves to the item at `index` of `items`.
+    ///
     /// - Throws: `.outOfRange` for an index outside `items`; the player's or the item's error.
     public func jump(to index: Int) throws {
         let id = try source.plan.withLock { p -> Int in
@@ -235,6 +243,7 @@ public final class Playlist: Sendable {
     }
 
     /// Adds an item at `index` of `items` (also in play order, after the item before it).
+    ///
     /// - Throws: `.outOfRange` for an index outside `0...items.count`.
     public func insert(_ item: PlaylistItem, at index: Int) throws {
         try source.plan.withLock { p in
@@ -258,6 +267,7 @@ public final class Playlist: Sendable {
 
     /// Removes the item at `index` of `items`. Removing the item being heard moves to the
     /// next one first, as AVQueuePlayer does.
+    ///
     /// - Throws: `.outOfRange` for an index outside `items`; `.invalidState` for the last item.
     public func remove(at index: Int) throws {
         let now = heard()
@@ -282,6 +292,7 @@ public final class Playlist: Sendable {
     /// Where item `index` starts when it is reached (by joining, next, previous or a jump);
     /// its loop passes play whole. An item whose start time is past its end is skipped as
     /// failed. The corresponding Apple call is `AVPlayerItem.seek(to:)` before it plays.
+    ///
     /// - Parameters:
     ///   - time: Seconds into the item, 0 or more.
     ///   - index: An index of `items`.
@@ -308,6 +319,7 @@ public final class Playlist: Sendable {
     public var numberOfLoops: Int { source.plan.withLock { $0.numberOfLoops } }
 
     /// Sets the extra passes of each item.
+    ///
     /// - Throws: `.invalidParameter` below −1.
     public func setNumberOfLoops(_ loops: Int) throws {
         guard loops >= -1 else { throw AudioError(.invalidParameter, "numberOfLoops is -1 or more, not \(loops)") }
@@ -325,6 +337,7 @@ public final class Playlist: Sendable {
 
     /// Shuffles play order (the item being heard stays current, the rest follow it in a random
     /// order from `seed`), or puts it back in the order of `items`.
+    ///
     /// - Parameters:
     ///   - shuffled: On or off.
     ///   - seed: The same seed gives the same order.

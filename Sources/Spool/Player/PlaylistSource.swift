@@ -25,6 +25,7 @@ public enum PlaylistItem: Sendable, CustomStringConvertible {
     }
 
     /// A decoder of the item at `format`, at output frame `startFrame`.
+    ///
     /// - Throws: The decoder's error; `.outOfRange` when `startFrame` is at or past the end.
     func open(at format: AudioFormat, startFrame: Int) throws -> ConvertingDecoder {
         let decoder: any AudioDecoder = switch self {

@@ -45,6 +45,7 @@ final class PrefetchingDecoder: AudioDecoder, @unchecked Sendable {
     }
 
     /// Wraps `decoder`, which must be at frame 0 and is used only by this object from now on.
+    ///
     /// - Parameters:
     ///   - decoder: The decoder to read ahead of.
     ///   - chunkFrames: Frames per decoded chunk.
