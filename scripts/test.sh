@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# Builds Spool with warnings as errors and runs every test, then the same tests under the
+# Checks the style and the documentation, builds Spool with warnings as errors and runs every test, then the same tests under the
 # address and thread sanitizers and a short run of each fuzz target.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 ./scripts/pulseaudio.sh
+# One style (the checked-in .swift-format's rules), and documentation whose every symbol link
+# resolves (DocC from the compiler's symbol graphs; any docc warning fails).
+./scripts/lint.sh
+./scripts/docs.sh
 swift build --build-tests -Xswiftc -warnings-as-errors
 log=$(mktemp)
 # The suites that time a real sound server run on their own after the rest, so that the rest's
