@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Checks the style and the documentation, builds Spool with warnings as errors and runs every test, then the same tests under the
-# address and thread sanitizers and a short run of each fuzz target.
+# Checks the style and the documentation, builds Spool with warnings as errors and runs every
+# test, then the same tests under the address and thread sanitizers and a short run of each
+# fuzz target.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
