@@ -9,7 +9,7 @@ public struct AudioError: Error, CustomStringConvertible, Sendable {
         private enum Kind: String, Hashable, Sendable {
             case fileNotFound, readFailed, writeFailed, emptyInput, unsupportedFormat
             case corruptData, truncated, formatChanged, invalidParameter, invalidState
-            case outOfRange, deviceUnavailable, deviceLost, libraryFailure
+            case outOfRange, deviceUnavailable, deviceLost, libraryFailure, unsupported
         }
         private let kind: Kind
         private init(_ kind: Kind) { self.kind = kind }
@@ -42,6 +42,9 @@ public struct AudioError: Error, CustomStringConvertible, Sendable {
         public static let deviceLost = Code(.deviceLost)
         /// A C library reported a failure Spool has no better code for.
         public static let libraryFailure = Code(.libraryFailure)
+        /// The object cannot do what was asked at all: an optional capability it does not have
+        /// (a back-end without shared buffers), not a parameter or a state at fault.
+        public static let unsupported = Code(.unsupported)
 
         public var description: String { kind.rawValue }
     }

@@ -27,6 +27,27 @@ public protocol PlaybackBackend: AnyObject, Sendable {
     /// Makes a voice as `makeVoice(format:)` does, converting its audio to the back-end's rate
     /// at `quality` rather than at the back-end's own level.
     func makeVoice(format: AudioFormat, quality: ResamplingQuality) throws -> any PlaybackVoice
+
+    // The optional capability of shared buffers (SharedBuffers.swift): the defaults there
+    // answer that the back-end has none.
+
+    /// Whether the back-end can hold one buffer for many voices (`makeSharedBuffer(_:)`).
+    var supportsSharedBuffers: Bool { get }
+
+    /// Holds `buffer` once on the back-end for any number of `SharedBufferVoice`s.
+    /// - Parameter buffer: The audio.
+    /// - Returns: The shared buffer.
+    /// - Throws: `AudioError.Code.unsupported` where `supportsSharedBuffers` is false.
+    func makeSharedBuffer(_ buffer: PCMBuffer) throws -> any SharedBuffer
+
+    /// Makes a voice that plays `buffer`, made by this back-end.
+    /// - Parameters:
+    ///   - buffer: The shared buffer.
+    ///   - priority: Its claim on the device's voices when they run out; higher keeps its voice.
+    /// - Returns: The voice, stopped.
+    /// - Throws: `AudioError.Code.unsupported` where `supportsSharedBuffers` is false;
+    ///   `AudioError.Code.invalidParameter` for a buffer another back-end made.
+    func makeVoice(playing buffer: any SharedBuffer, priority: Int) throws -> any SharedBufferVoice
 }
 
 extension PlaybackBackend {

@@ -83,6 +83,30 @@ public final class OpenALBackend: PlaybackBackend {
         set { defaultQuality.withLock { $0 = newValue } }
     }
 
+    /// True: a shared buffer is an `OpenALStaticBuffer`, its voices `OpenALStaticSource`s.
+    public var supportsSharedBuffers: Bool { true }
+
+    /// Copies `buffer` once into an OpenAL buffer of the device (`OpenALDevice.makeStaticBuffer`).
+    /// - Parameter buffer: The audio, at a whole-number rate.
+    /// - Returns: An `OpenALStaticBuffer`.
+    /// - Throws: As `OpenALStaticBuffer.init(_:device:)`.
+    public func makeSharedBuffer(_ buffer: PCMBuffer) throws -> any SharedBuffer {
+        try device.makeStaticBuffer(buffer)
+    }
+
+    /// Makes a static source playing `buffer` (`OpenALDevice.makeStaticSource`).
+    /// - Parameters:
+    ///   - buffer: An `OpenALStaticBuffer` of this back-end's device.
+    ///   - priority: Its claim on a source when they run out.
+    /// - Returns: An `OpenALStaticSource`, stopped.
+    /// - Throws: `.invalidParameter` for a buffer of another back-end; as `OpenALStaticSource.init`.
+    public func makeVoice(playing buffer: any SharedBuffer, priority: Int) throws -> any SharedBufferVoice {
+        guard let buffer = buffer as? OpenALStaticBuffer else {
+            throw AudioError(.invalidParameter, "openal: the shared buffer was made by another back-end")
+        }
+        return try device.makeStaticSource(playing: buffer, priority: priority)
+    }
+
     /// Makes a streaming source with a priority for when sources run out.
     /// - Parameters:
     ///   - format: The format of the buffers it will take.

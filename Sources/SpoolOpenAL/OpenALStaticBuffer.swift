@@ -8,7 +8,7 @@ import SpoolCore
 /// it is deleted (`alDeleteBuffers`) once the program has let it go *and* no source uses it
 /// any more. (OpenAL refuses to delete a buffer a source still has attached; here that
 /// cannot happen.)
-public final class OpenALStaticBuffer: Sendable {
+public final class OpenALStaticBuffer: SharedBuffer {
     /// The format of the audio it was made from. More than two channels were folded down to stereo.
     public let format: AudioFormat
     /// Frames it holds.

@@ -8,13 +8,15 @@ import Synchronization
 ///
 /// A stereo buffer plays through `AL_SOFT_direct_channels`, unpanned: the buffer is shared,
 /// so it cannot be balanced per source; use a mono buffer for a positioned effect.
-public final class OpenALStaticSource: SourceOwner, Sendable {
+public final class OpenALStaticSource: SourceOwner, SharedBufferVoice {
     /// The buffer it plays.
     public let buffer: OpenALStaticBuffer
     /// Its claim on a source when they run out; higher keeps its source.
     public let priority: Int
     /// The device it plays on.
     public var device: OpenALDevice { buffer.device }
+    /// Seconds the device holds ahead of the speaker (`OpenALDevice.outputLatency`).
+    public var outputLatency: Double { device.outputLatency }
 
     let state: Locked<State>
 

@@ -2,7 +2,6 @@ import Dispatch
 import Foundation
 import SpoolCore
 import SpoolDecoding
-import SpoolOpenAL
 
 /// The output short sounds play on (System Sound Services' one shared output): a back-end,
 /// voices at the back-end's own format kept for reuse, and a limit on how many sounds play at
@@ -94,7 +93,7 @@ public final class SoundEffects: Sendable {
     /// has played its last frame, or was stopped to make room.
     ///
     /// - Returns: The play, to follow or stop.
-    func play(_ buffer: PCMBuffer, staticBuffer: OpenALStaticBuffer?, priority: Int,
+    func play(_ buffer: PCMBuffer, sharedBuffer: (any SharedBuffer)?, priority: Int,
               done: @escaping @Sendable () -> Void) throws -> SoundPlay {
         let (victim, reused) = try state.withLock { s -> (EffectVoice?, (any PlaybackVoice)?) in
             var victim: EffectVoice?
@@ -107,25 +106,25 @@ public final class SoundEffects: Sendable {
                 victim = oldest.voice
                 s.stopping[oldest.voice.id] = s.playing.removeValue(forKey: oldest.voice.id)
             }
-            return (victim, staticBuffer == nil ? s.idle.popLast() : nil)
+            return (victim, sharedBuffer == nil ? s.idle.popLast() : nil)
         }
-        // The stolen play stops; its completion runs when its voice reports the stop (a static
-        // source reports nothing when told to stop, so its finish is taken here).
+        // The stolen play stops; its completion runs when its voice reports the stop (a voice
+        // on a shared buffer reports nothing when told to stop, so its finish is taken here).
         if let victim {
             switch victim {
             case .seam(let voice): try? voice.stop(immediately: true)
-            case .staticSource(let source):
+            case .shared(let source):
                 try? source.stop()
                 finished(victim, lost: false)
             }
         }
         let voice: EffectVoice
-        if let staticBuffer {
-            let source = try staticBuffer.device.makeStaticSource(playing: staticBuffer, priority: priority)
-            voice = .staticSource(source)
+        if let sharedBuffer {
+            let source = try backend.makeVoice(playing: sharedBuffer, priority: priority)
+            voice = .shared(source)
             source.setFinishedHandler { [weak self, weak source] in
                 guard let self, let source else { return }
-                self.finished(.staticSource(source), lost: false)
+                self.finished(.shared(source), lost: false)
             }
         } else {
             voice = .seam(try reused ?? makeVoice())
@@ -142,7 +141,7 @@ public final class SoundEffects: Sendable {
                 try seamVoice.enqueue(buffer)
                 try seamVoice.stop(immediately: false)
                 try seamVoice.start()
-            case .staticSource(let source):
+            case .shared(let source):
                 try source.play()
             }
             return play
@@ -153,18 +152,18 @@ public final class SoundEffects: Sendable {
         }
     }
 
-    /// A buffer of OpenAL Soft's own, uploaded once, when this output plays on OpenAL: every
-    /// play of the sound is then a static source on it, and OpenAL mixes it without a copy.
-    func staticBuffer(for buffer: PCMBuffer) throws -> OpenALStaticBuffer? {
-        guard let openAL = backend as? OpenALBackend else { return nil }
-        return try openAL.device.makeStaticBuffer(buffer)
+    /// The sound held once on the back-end, where it has shared buffers (OpenAL's static
+    /// buffers): every play of it is then a voice on that buffer, mixed without a copy.
+    func sharedBuffer(for buffer: PCMBuffer) throws -> (any SharedBuffer)? {
+        guard backend.supportsSharedBuffers else { return nil }
+        return try backend.makeSharedBuffer(buffer)
     }
 
     /// Stops a play early (with the back-end's fade); its completion runs.
     func stop(_ voice: EffectVoice) throws {
         switch voice {
         case .seam(let seamVoice): if seamVoice.isPlaying { try seamVoice.stop(immediately: true) }
-        case .staticSource(let source):
+        case .shared(let source):
             let playing = state.withLock { $0.playing[voice.id] != nil }
             guard playing else { return }
             try source.stop()
@@ -181,9 +180,10 @@ public final class SoundEffects: Sendable {
         return voice
     }
 
-    /// A play's voice reports its end (or, for a static source told to stop, the stop itself):
-    /// the play leaves the books, its completion runs, and a seam voice goes back to the idle
-    /// ones (unless the back-end took it away); a static source gives back its OpenAL source.
+    /// A play's voice reports its end (or, for a voice on a shared buffer told to stop, the stop
+    /// itself): the play leaves the books, its completion runs, and a seam voice goes back to
+    /// the idle ones (unless the back-end took it away); a voice on a shared buffer is disposed,
+    /// giving back what it held on the device (OpenAL: its source).
     private func finished(_ voice: EffectVoice, lost: Bool) {
         let play = state.withLock { s -> Play? in
             let play = s.playing.removeValue(forKey: voice.id) ?? s.stopping.removeValue(forKey: voice.id)
@@ -192,29 +192,29 @@ public final class SoundEffects: Sendable {
         }
         guard let play else { return }
         eventQueue.async {
-            if case .staticSource(let source) = voice { source.dispose() }
+            if case .shared(let source) = voice { source.dispose() }
             play.done()
         }
     }
 }
 
-/// What plays one sound: a voice of the seam (reused), or on OpenAL a static source on the
-/// sound's own OpenAL buffer (one per play).
+/// What plays one sound: a voice of the seam (reused), or, on a back-end with shared buffers
+/// (OpenAL's static buffers), a voice on the sound's own shared buffer (one per play).
 enum EffectVoice: Sendable {
     case seam(any PlaybackVoice)
-    case staticSource(OpenALStaticSource)
+    case shared(any SharedBufferVoice)
 
     var id: ObjectIdentifier {
         switch self {
         case .seam(let voice): ObjectIdentifier(voice)
-        case .staticSource(let source): ObjectIdentifier(source)
+        case .shared(let source): ObjectIdentifier(source)
         }
     }
 
     func dispose() {
         switch self {
         case .seam(let voice): voice.dispose()
-        case .staticSource(let source): source.dispose()
+        case .shared(let source): source.dispose()
         }
     }
 }
@@ -230,7 +230,7 @@ public struct SoundPlay: Sendable {
     public var framesPlayed: Int {
         switch voice {
         case .seam(let seamVoice): seamVoice.framesPlayed
-        case .staticSource(let source): source.framesPlayed
+        case .shared(let source): source.framesPlayed
         }
     }
 
@@ -238,7 +238,7 @@ public struct SoundPlay: Sendable {
     public var isPlaying: Bool {
         switch voice {
         case .seam(let seamVoice): seamVoice.isPlaying
-        case .staticSource(let source): source.isPlaying
+        case .shared(let source): source.isPlaying
         }
     }
 
@@ -246,7 +246,7 @@ public struct SoundPlay: Sendable {
     public var outputLatency: Double {
         switch voice {
         case .seam(let seamVoice): seamVoice.outputLatency
-        case .staticSource(let source): source.device.outputLatency
+        case .shared(let source): source.outputLatency
         }
     }
 

@@ -1,7 +1,6 @@
 import Foundation
 import SpoolCore
 import SpoolDecoding
-import SpoolOpenAL
 
 /// Names a completion added to a `SystemSound`, to remove it later.
 public struct SystemSoundCompletionToken: Hashable, Sendable {
@@ -28,9 +27,9 @@ public final class SystemSound: Sendable {
     public let name: String
     /// Its priority when voices run out (see `SoundEffects`); higher keeps its voice.
     public let priority: Int
-    /// On OpenAL, the sound uploaded once into a buffer of OpenAL Soft's, which every play's
-    /// source shares.
-    private let staticBuffer: OpenALStaticBuffer?
+    /// On a back-end with shared buffers (OpenAL), the sound held there once, which every
+    /// play's voice shares.
+    private let sharedBuffer: (any SharedBuffer)?
     private let state = Locked(State())
 
     private struct State: Sendable {
@@ -97,7 +96,7 @@ public final class SystemSound: Sendable {
         self.name = name
         self.effects = effects
         self.priority = priority
-        staticBuffer = try effects.staticBuffer(for: converted)
+        sharedBuffer = try effects.sharedBuffer(for: converted)
     }
 
     /// Plays the sound once, from its first frame, beside whatever plays already (itself
@@ -112,7 +111,7 @@ public final class SystemSound: Sendable {
         guard !isDisposed else { throw AudioError(.invalidState, "\(name): the sound was disposed") }
         // Held weakly: a play must not keep its sound (and, through it, the output) alive, or
         // a play that never finishes (its device no longer rendered) would hold both for ever.
-        return try effects.play(buffer, staticBuffer: staticBuffer, priority: priority) { [weak self] in self?.playFinished() }
+        return try effects.play(buffer, sharedBuffer: sharedBuffer, priority: priority) { [weak self] in self?.playFinished() }
     }
 
     /// Adds a handler to run, on the output's `eventQueue`, each time a play of this sound has
