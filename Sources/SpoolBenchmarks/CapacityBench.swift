@@ -72,7 +72,7 @@ enum CapacityBench {
                                                                  resampler: peer)
                     }
                 default:
-                    resampler = "\(QueueResampler.fixedKind(quality))"
+                    resampler = "\(VoiceResampler.fixedKind(quality))"
                     trial = { voices in try run(backend: backend, voices: voices, quality: quality, tone: tone, seconds: seconds) }
                 }
                 // Each back-end mixes at most 256 voices (the queue engine's queues, OpenAL Soft's sources).

@@ -57,7 +57,7 @@ enum MixBench {
         let backends = try bench.backends(allowed: ["queue", "openal", "openal-soft"], defaults: ["queue", "openal", "openal-soft"])
         var rows: [Row] = []
         for quality in levels {
-            let converter = "\(QueueResampler.fixedKind(quality))"
+            let converter = "\(VoiceResampler.fixedKind(quality))"
             let resampler = try OpenALSoftPeer.resampler(named: peerResampler[quality] ?? "linear")
             func runOnce(_ backend: String) throws -> Run {
                 switch backend {

@@ -1,4 +1,5 @@
 import Foundation
+import SpoolResampling
 import Spool
 
 /// `spool bench resample`: every resampler kind at every benchmarked conversion (44.1 → 48,
@@ -169,7 +170,7 @@ enum ResampleBench {
 
     /// The levels whose fixed-ratio or varispeed lane converts with `kind`.
     static func levels(_ kind: RateConverterKind?) -> [ResamplingQuality] {
-        ResamplingQuality.allCases.filter { QueueResampler.fixedKind($0) == kind || QueueResampler.varispeedKind($0) == kind }
+        ResamplingQuality.allCases.filter { VoiceResampler.fixedKind($0) == kind || VoiceResampler.varispeedKind($0) == kind }
     }
 
     /// Where the queue engine uses a kind (its lane and levels), or the level a peer's
@@ -180,8 +181,8 @@ enum ResampleBench {
             return matched.isEmpty ? "" : "peer of " + matched.map(\.rawValue).joined(separator: ", ")
         }
         var uses: [String] = []
-        let fixed = ResamplingQuality.allCases.filter { QueueResampler.fixedKind($0) == kind }
-        let varispeed = ResamplingQuality.allCases.filter { QueueResampler.varispeedKind($0) == kind }
+        let fixed = ResamplingQuality.allCases.filter { VoiceResampler.fixedKind($0) == kind }
+        let varispeed = ResamplingQuality.allCases.filter { VoiceResampler.varispeedKind($0) == kind }
         if !fixed.isEmpty { uses.append("rate 1 at " + fixed.map(\.rawValue).joined(separator: ", ")) }
         if !varispeed.isEmpty { uses.append("varispeed at " + varispeed.map(\.rawValue).joined(separator: ", ")) }
         return uses.joined(separator: "; ")

@@ -1,4 +1,5 @@
 import Foundation
+import SpoolResampling
 import Spool
 
 /// `spool bench stretch [FILE]`: what pitch-preserving tempo (`TimeStretchedDecoder` over

@@ -1,4 +1,5 @@
 import SpoolCore
+import SpoolResampling
 import Synchronization
 
 /// Where one enqueued buffer's frames are, as the render thread needs them.
@@ -118,7 +119,7 @@ final class QueueSlot: @unchecked Sendable {
     private var fadeFramesLeft = 0
     private var pendingStart: UInt64 = 0
     /// Rate conversion and varispeed; a pass-through while the rates match at a playback rate of 1.
-    private let resampler: QueueResampler
+    private let resampler: VoiceResampler
     /// The host time, queue sample time and playback rate of this period's first frame: what
     /// puts a frame read ahead of the output on the device's clock.
     private var periodHostTime: UInt64 = 0
@@ -146,7 +147,7 @@ final class QueueSlot: @unchecked Sendable {
         averageBits = (0..<q).map { _ in AtomicCell(Float(-120).bitPattern) }
         _ = Self.mixingLoopsReady
         // Converters are made (and libsoxr warmed up) once, here.
-        resampler = try QueueResampler(
+        resampler = try VoiceResampler(
             channelCount: q, sourceRate: format.sampleRate, ratio: deviceFormat.sampleRate / format.sampleRate,
             maximumFrames: maximumFrames, declickFrames: declickFrames, quality: quality)
     }

@@ -76,7 +76,7 @@ public final class OpenALBackend: PlaybackBackend {
     }
 
     /// The level its voices convert at unless they ask for another (see `ResamplingQuality`):
-    /// the voices convert with the buffer queue's `QueueResampler` at that level, so both
+    /// the voices convert with the buffer queue's `VoiceResampler` at that level, so both
     /// back-ends play the same samples at every level.
     public var resamplingQuality: ResamplingQuality {
         get { defaultQuality.withLock { $0 } }

@@ -7,7 +7,7 @@ import Synchronization
 
 /// An OpenAL source fed with a queue of buffers, the OpenAL streaming model: the program
 /// enqueues `PCMBuffer`s; Spool converts them to the device's rate with the buffer queue's
-/// own converter (`QueueResampler`: libsoxr HQ, libsamplerate for varispeed) and queues the
+/// own converter (`VoiceResampler`: libsoxr HQ, libsamplerate for varispeed) and queues the
 /// result on the source a few mixer updates ahead (`alBufferData`, `alSourceQueueBuffers`),
 /// and the pump unqueues what OpenAL has played (`AL_BUFFERS_PROCESSED`,
 /// `alSourceUnqueueBuffers`) and refills. Each `PCMBuffer` is handed back once its last
@@ -574,13 +574,13 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
 /// voice touches it only with its lock held.
 final class ConversionLane: @unchecked Sendable {
     // Sendable: only used under the owning voice's `locked` mutex.
-    let resampler: QueueResampler
+    let resampler: VoiceResampler
     let channelCount: Int
     let output: UnsafeMutablePointer<Float>
 
     init(format: AudioFormat, deviceRate: Double, chunkFrames: Int, quality: ResamplingQuality) throws {
         channelCount = format.channelCount
-        resampler = try QueueResampler(
+        resampler = try VoiceResampler(
             channelCount: format.channelCount, sourceRate: format.sampleRate, ratio: deviceRate / format.sampleRate,
             maximumFrames: max(chunkFrames, 4096), declickFrames: max(1, Int(deviceRate * 0.005)), quality: quality)
         output = .allocate(capacity: chunkFrames * format.channelCount)

@@ -57,7 +57,7 @@ public protocol RateConverter: AnyObject, Sendable {
     ///
     /// Real-time safe for the libsamplerate and libspeexdsp kinds; the libsoxr and libswresample
     /// kinds rebuild their state, which allocates (the queue engine never resets libsoxr: it
-    /// feeds it through `SoxrStream`).
+    /// feeds it through `FixedRatioStream`).
     func reset()
 }
 

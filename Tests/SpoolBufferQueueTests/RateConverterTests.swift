@@ -279,7 +279,7 @@ struct RateConverterTests {
         let varispeed = kind.supportsVariableRatio ? try Self.allocations(of: kind, warmUpCalls: 1, varispeed: true) : 0
         print("RateConverter allocations in 100 periods after one warm-up, \(kind): fixed \(fixed), varispeed \(varispeed)")
         // Fed through this metered API libsoxr grows its FIFOs now and then; its counts are only
-        // reported. The engine feeds it through `SoxrStream` instead (see `SoxrStreamTests`).
+        // reported. The engine feeds it through `FixedRatioStream` instead (see `FixedRatioStreamTests`).
         if kind != .soxrHQ && kind != .soxrVR {
             #expect(fixed == 0 && varispeed == 0, "\(kind)")
         }
@@ -301,13 +301,13 @@ struct RateConverterTests {
 }
 
 /// libsoxr fed the way the queue engine feeds it.
-@Suite("SoxrStream")
-struct SoxrStreamTests {
+@Suite("FixedRatioStream")
+struct FixedRatioStreamTests {
     static let ratios = [48_000.0 / 44_100, 44_100.0 / 48_000, 2, 0.5, 6, 1.0 / 6, 16, 1.0 / 16, 48_000.0 / 22_050]
 
     @Test(arguments: ratios)
     func afterItsWarmUpNothingAllocates(ratio: Double) throws {
-        let stream = try SoxrStream(channelCount: 2, ratio: ratio)
+        let stream = try FixedRatioStream(channelCount: 2, ratio: ratio)
         let chunk = [Float](repeating: 0.25, count: stream.chunkFrames * 2)
         spool_allocation_counting_begin()
         for _ in 0..<2_000 {
@@ -320,7 +320,7 @@ struct SoxrStreamTests {
 
     @Test(arguments: [48_000.0 / 44_100, 44_100.0 / 48_000, 2, 1.0 / 6])
     func outputFrameKSoundsInputInstantKOverRatio(ratio: Double) throws {
-        let stream = try SoxrStream(channelCount: 1, ratio: ratio)
+        let stream = try FixedRatioStream(channelCount: 1, ratio: ratio)
         // A sine that starts with the first frame fed after the warm-up: output k sounds input
         // instant k / ratio − (frames fed in the warm-up).
         let period = 97.3

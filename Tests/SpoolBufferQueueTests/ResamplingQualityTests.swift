@@ -58,7 +58,7 @@ struct ResamplingQualityTests {
         #expect(queue.resamplingQuality == .fast)
         let asked = try BufferQueue(format: format, engine: engine, quality: .balanced) { _, _ in }
         #expect(asked.resamplingQuality == .balanced)
-        #expect(QueueResampler.fixedKind(.fast) == .swrFilter16 && QueueResampler.fixedKind(.high) == .soxrHQ)
+        #expect(VoiceResampler.fixedKind(.fast) == .swrFilter16 && VoiceResampler.fixedKind(.high) == .soxrHQ)
     }
 
     @Test("switching levels while playing never clicks and keeps the tone's place", arguments: [44_100.0, 22_050.0, 8_000.0])

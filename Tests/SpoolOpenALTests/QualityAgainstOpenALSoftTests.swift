@@ -29,7 +29,7 @@ struct QualityAgainstOpenALSoftTests {
                     try OpenALSoftPeer.convert(input, channelCount: channels, from: from, to: to, resampler: resampler)
                 },
                 name: resampler.name, conversion: conversion, channelCount: 2)
-            let kind = QueueResampler.fixedKind(level)
+            let kind = VoiceResampler.fixedKind(level)
             let mine = try measureResamplerQuality(
                 converting: kindConversion(kind), name: kind.description, conversion: conversion, channelCount: 2)
             let context = "\(level) (\(kind)) against OpenAL Soft \(resampler.name) at \(conversion)"

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import SpoolCore
 import SpoolDecoding
+import SpoolResampling
 
 /// One item of a `Playlist`: a file, encoded bytes, or PCM.
 public enum PlaylistItem: Sendable, CustomStringConvertible {

@@ -10,7 +10,7 @@ import SpoolResampling
 /// `OpenALSoftPeer.benchmarkMix`).
 ///
 /// The first `convertedShare` of the voices are at 44.1 kHz (converted by the voices'
-/// `QueueResampler` at `quality`), the rest at the device rate — the same rule as the queue engine's
+/// `VoiceResampler` at `quality`), the rest at the device rate — the same rule as the queue engine's
 /// side of the bench; each plays a one-second sine of its own frequency, looped by a
 /// `VoiceFeeder` in 4096-frame buffers, at volume 1/`voices`. The device renders `seconds` of
 /// audio in periods of `periodFrames`, servicing every voice after each period, on the

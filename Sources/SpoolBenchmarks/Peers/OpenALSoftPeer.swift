@@ -9,7 +9,7 @@ import SpoolOpenAL
 /// rate by OpenAL Soft's resampler (`AL_SOFT_source_resampler`: in 1.19 nearest, linear — its
 /// default — cubic, and the 11th- and 23rd-order band-limited sincs). The peer the mix,
 /// capacity and resampler benchmarks measure Spool against. (Spool's own OpenAL back-end
-/// converts with `QueueResampler` instead, and hands OpenAL audio at the device rate.)
+/// converts with `VoiceResampler` instead, and hands OpenAL audio at the device rate.)
 package enum OpenALSoftPeer {
     package typealias Resampler = OpenALSoftResampler
 

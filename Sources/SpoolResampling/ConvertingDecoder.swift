@@ -1,14 +1,13 @@
 import SpoolCore
-import SpoolResampling
 
 /// A decoder's frames at another rate and channel layout, converted as they are read: what a
 /// playlist plays each item through, so that items of any format join into one stream at the
 /// output's format. The converter is libsoxr's high-quality one, time-aligned (output frame 0
 /// is the source's frame 0); channels map by `ChannelMatrix`, as the back-ends map them. The
-/// length is the source's duration at the new rate, rounded to the nearest frame, as
-/// `PCMBuffer.converted(to:)` makes it.
-final class ConvertingDecoder: AudioDecoder {
-    let format: AudioFormat
+/// length is the source's duration at the new rate, rounded to the nearest frame, which is
+/// also how `PCMBuffer.converted(to:)` converts a whole buffer.
+package final class ConvertingDecoder: AudioDecoder {
+    package let format: AudioFormat
     private let inner: any AudioDecoder
     private let ratio: Double
     private let entries: [(output: Int, input: Int, gain: Float)]
@@ -19,13 +18,13 @@ final class ConvertingDecoder: AudioDecoder {
     private var pending = 0
     private var pendingOffset = 0
     private var innerEnded = false
-    private(set) var position = 0
+    package private(set) var position = 0
 
     /// - Parameters:
     ///   - decoder: The source, at frame 0.
     ///   - format: The rate and channel count wanted.
     /// - Throws: `.invalidParameter` for a ratio or channel count the converter cannot take.
-    init(_ decoder: any AudioDecoder, to format: AudioFormat) throws {
+    package init(_ decoder: any AudioDecoder, to format: AudioFormat) throws {
         inner = decoder
         self.format = format
         ratio = format.sampleRate / decoder.format.sampleRate
@@ -36,13 +35,13 @@ final class ConvertingDecoder: AudioDecoder {
     }
 
     /// The source's format, before conversion.
-    var sourceFormat: AudioFormat { inner.format }
-    var info: AudioFileInfo { inner.info }
-    var warnings: [DecodeWarning] { inner.warnings }
-    var isFrameCountExact: Bool { inner.isFrameCountExact }
-    var frameCount: Int { Int((Double(inner.frameCount) * ratio).rounded()) }
+    package var sourceFormat: AudioFormat { inner.format }
+    package var info: AudioFileInfo { inner.info }
+    package var warnings: [DecodeWarning] { inner.warnings }
+    package var isFrameCountExact: Bool { inner.isFrameCountExact }
+    package var frameCount: Int { Int((Double(inner.frameCount) * ratio).rounded()) }
 
-    func read(into buffer: UnsafeMutableBufferPointer<Float>) throws -> Int {
+    package func read(into buffer: UnsafeMutableBufferPointer<Float>) throws -> Int {
         let channels = format.channelCount
         let wanted = buffer.count / channels
         guard wanted > 0, let out = buffer.baseAddress else { return 0 }
@@ -114,7 +113,7 @@ final class ConvertingDecoder: AudioDecoder {
     }
 
     /// Moves to output frame `frame`: the source is sought to the frame that sounds there.
-    func seek(toFrame frame: Int) throws {
+    package func seek(toFrame frame: Int) throws {
         try inner.seek(toFrame: min(inner.frameCount, Int((Double(frame) / ratio).rounded())))
         converter = ratio == 1 ? nil : try makeRateConverter(.soxrHQ, channelCount: format.channelCount, ratio: ratio)
         pending = 0

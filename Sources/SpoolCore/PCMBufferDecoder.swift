@@ -1,22 +1,20 @@
-import SpoolCore
-
 /// A decoder over PCM already in memory: a program's own buffer or a cached decode. It
 /// copies out of the buffer; nothing is decoded.
-final class PCMBufferDecoder: AudioDecoder {
-    let buffer: PCMBuffer
-    private(set) var position = 0
+package final class PCMBufferDecoder: AudioDecoder {
+    package let buffer: PCMBuffer
+    package private(set) var position = 0
 
-    init(_ buffer: PCMBuffer, container: String = "memory") {
+    package init(_ buffer: PCMBuffer, container: String = "memory") {
         self.buffer = buffer
         info = AudioFileInfo(container: container, codec: "PCM 32-bit float")
     }
 
-    let info: AudioFileInfo
-    var format: AudioFormat { buffer.format }
-    var frameCount: Int { buffer.frameCount }
-    var warnings: [DecodeWarning] { [] }
+    package let info: AudioFileInfo
+    package var format: AudioFormat { buffer.format }
+    package var frameCount: Int { buffer.frameCount }
+    package var warnings: [DecodeWarning] { [] }
 
-    func read(into out: UnsafeMutableBufferPointer<Float>) throws -> Int {
+    package func read(into out: UnsafeMutableBufferPointer<Float>) throws -> Int {
         let channels = format.channelCount
         let n = min(out.count / channels, buffer.frameCount - position)
         guard n > 0, let destination = out.baseAddress else { return 0 }
@@ -27,7 +25,7 @@ final class PCMBufferDecoder: AudioDecoder {
         return n
     }
 
-    func seek(toFrame frame: Int) throws {
+    package func seek(toFrame frame: Int) throws {
         guard (0...buffer.frameCount).contains(frame) else {
             throw AudioError(.outOfRange, "frame \(frame) is outside the buffer's 0...\(buffer.frameCount)")
         }

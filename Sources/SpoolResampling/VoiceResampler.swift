@@ -10,7 +10,7 @@ import Glibc
 ///
 /// Two lanes, both time-aligned on one count of the source frames (`SourceRing` indices):
 /// - at a playback rate of 1 the fixed-ratio lane plays: at `ResamplingQuality.high` libsoxr
-///   HQ (`SoxrStream`, ~95 dB, about 13 times as fast as the sinc converter), at `balanced`
+///   HQ (`FixedRatioStream`, ~95 dB, about 13 times as fast as the sinc converter), at `balanced`
 ///   and `fast` libswresample's 32- and 16-tap filters through the same stream; or the source
 ///   frames themselves when the queue's rate is the device's;
 /// - at any other rate the varispeed lane plays: libsamplerate's medium sinc converter
@@ -30,7 +30,7 @@ import Glibc
 /// the fixed lane can produce, and libsoxr is fed from the input frame that puts one of its
 /// outputs exactly there. libsoxr is never cleared (that allocates): the unwanted outputs
 /// are skipped.
-package final class QueueResampler {
+package final class VoiceResampler {
     /// Reads the queue's next source frames: fills `frames` frames at the pointer and returns
     /// how many, fewer only when a draining queue has ended.
     package typealias SourceReader = (UnsafeMutablePointer<Float>, Int) -> Int
@@ -89,13 +89,13 @@ package final class QueueResampler {
 
     /// The fixed lane's stream at each level (in `ResamplingQuality.allCases` order); nil at
     /// equal rates, or where libsoxr would read too far ahead.
-    private let streams: [SoxrStream?]
+    private let streams: [FixedRatioStream?]
     /// The varispeed lane's converter at each level.
     private let varispeeds: [StreamingRateConverter<SampleRateEngine>]
     /// The levels the two lanes are at now (render side).
     private var fixedLevel: Int
     private var varispeedLevel: Int
-    private var soxr: SoxrStream?
+    private var soxr: FixedRatioStream?
     /// Whether a fixed-ratio lane plays at a playback rate of 1: the source itself or libsoxr.
     private var hasFixedLane: Bool { ratio == 1 || soxr != nil }
     private var varispeed: StreamingRateConverter<SampleRateEngine>
@@ -200,20 +200,20 @@ package final class QueueResampler {
     /// The fixed lane's stream at `quality`, nil at equal rates or where it would read ahead
     /// of what plays by more than `maximumReadAheadSeconds`.
     private static func fixedStream(_ quality: ResamplingQuality, channelCount: Int, sourceRate: Double,
-                                    ratio: Double) throws -> SoxrStream? {
+                                    ratio: Double) throws -> FixedRatioStream? {
         guard ratio != 1 else { return nil }
         switch quality {
         case .high:
             // The default DFT blocks where their look-ahead fits, else short ones, else none.
             let readAheadLimit = Int(sourceRate * maximumReadAheadSeconds)
             for smallBlocks in [false, true] {
-                let stream = try SoxrStream(channelCount: channelCount, ratio: ratio, smallBlocks: smallBlocks)
+                let stream = try FixedRatioStream(channelCount: channelCount, ratio: ratio, smallBlocks: smallBlocks)
                 if stream.lookaheadFrames <= readAheadLimit { return stream }
             }
             return nil
         case .balanced, .fast:
             // libswresample's filters read a few frames ahead at any rate.
-            return try SoxrStream(kind: fixedKind(quality), channelCount: channelCount, ratio: ratio)
+            return try FixedRatioStream(kind: fixedKind(quality), channelCount: channelCount, ratio: ratio)
         }
     }
 
@@ -624,7 +624,7 @@ package final class QueueResampler {
     }
 }
 
-/// Source frames by index, for the lanes of a `QueueResampler`: a linear buffer that keeps a
+/// Source frames by index, for the lanes of a `VoiceResampler`: a linear buffer that keeps a
 /// window `[base, end)` of the frames read so far, sliding back to its start when it fills.
 struct SourceRing {
     let channelCount: Int

@@ -9,7 +9,7 @@ import SpoolCore
 /// The queue engine's rate conversion: libsoxr at a playback rate of 1, the sinc converter
 /// while varispeed, and the switches between them.
 @Suite("Queue rate conversion and varispeed")
-struct QueueResamplerTests {
+struct VoiceResamplerTests {
     /// Renders `frames` device frames of the left channel in 256-frame periods.
     func renderLeft(_ device: OfflineDevice, frames: Int) throws -> [Float] {
         var left: [Float] = []
@@ -153,7 +153,7 @@ struct QueueResamplerTests {
             // Read from the buffers, less heard: what the converters hold.
             worst = max(worst, Double(queue.framesPlayed) - queue.currentTime.sampleTime)
         }
-        #expect(worst <= sourceRate * QueueResampler.maximumReadAheadSeconds, "read \(worst) frames ahead")
+        #expect(worst <= sourceRate * VoiceResampler.maximumReadAheadSeconds, "read \(worst) frames ahead")
     }
 
     // MARK: Where the converted audio starts
