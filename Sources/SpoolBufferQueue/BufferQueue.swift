@@ -29,7 +29,7 @@ public final class BufferQueue: Sendable {
     private let callbackQueue: DispatchQueue?
     private let state = Locked<ControlState>(ControlState())
     /// One thread at a time hands finished buffers to the program, in order.
-    private let delivery = Locked<DeliveryState>(DeliveryState())
+    private let delivery = DeliveryTurn()
 
     struct ControlState {
         var disposed = false
@@ -56,13 +56,6 @@ public final class BufferQueue: Sendable {
         var volume: Float = 1
         var pan: Float = 0
         var playbackRate: Float = 1
-    }
-
-    struct DeliveryState {
-        /// The thread delivering now, if any.
-        var owner: pthread_t?
-        /// More arrived while it delivered.
-        var again = false
     }
 
     /// How its audio is converted to the device rate.
@@ -504,10 +497,7 @@ public final class BufferQueue: Sendable {
     /// The corresponding Apple parameters are `kAudioQueueParam_Volume` and
     /// `kAudioQueueParam_VolumeRampTime`.
     public func setVolume(_ volume: Float, rampSeconds: Double = 0) throws {
-        guard (0...1).contains(volume) else { throw AudioError(.invalidParameter, "volume \(volume) is outside 0...1") }
-        guard rampSeconds >= 0, rampSeconds.isFinite else {
-            throw AudioError(.invalidParameter, "ramp time \(rampSeconds) s must be ≥ 0")
-        }
+        try VoiceParameters.checkVolume(volume, rampSeconds: rampSeconds)
         try state.withLock { s in
             try checkUsable(s)
             s.volume = volume
@@ -524,7 +514,7 @@ public final class BufferQueue: Sendable {
     /// Sets the stereo position, ramped over 5 ms (at once before `start`).
     /// - Throws: `.invalidParameter` outside −1…1; `.invalidState` after `dispose()`.
     public func setPan(_ pan: Float) throws {
-        guard (-1...1).contains(pan) else { throw AudioError(.invalidParameter, "pan \(pan) is outside -1...1") }
+        try VoiceParameters.checkPan(pan)
         try state.withLock { s in
             try checkUsable(s)
             s.pan = pan
@@ -540,7 +530,7 @@ public final class BufferQueue: Sendable {
     /// Sets the playback rate.
     /// - Throws: `.invalidParameter` outside 0.5…2; `.invalidState` after `dispose()`.
     public func setPlaybackRate(_ rate: Float) throws {
-        guard (0.5...2).contains(rate) else { throw AudioError(.invalidParameter, "playback rate \(rate) is outside 0.5...2") }
+        try VoiceParameters.checkPlaybackRate(rate)
         try state.withLock { s in
             try checkUsable(s)
             s.playbackRate = rate
@@ -580,33 +570,7 @@ public final class BufferQueue: Sendable {
     /// delivering); `waitingForOthers` makes a control call wait for another thread's
     /// delivery under way and then deliver what is left itself.
     func deliverCompletions(waitingForOthers: Bool = false) {
-        let me = pthread_self()
-        while true {
-            let claimed = delivery.withLock { d -> Bool? in
-                guard let owner = d.owner else {
-                    d.owner = me
-                    return true
-                }
-                if pthread_equal(owner, me) != 0 || !waitingForOthers {
-                    d.again = true
-                    return false
-                }
-                return nil  // another thread delivers: wait for it
-            }
-            if claimed == true { break }
-            if claimed == false { return }
-            usleep(200)
-        }
-        repeat {
-            deliverPending()
-        } while delivery.withLock { d -> Bool in
-            if d.again {
-                d.again = false
-                return true
-            }
-            d.owner = nil
-            return false
-        }
+        guard delivery.deliver(waitingForOthers: waitingForOthers, deliverPending) else { return }
         reportRunning()
     }
 

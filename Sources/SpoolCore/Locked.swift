@@ -12,12 +12,12 @@ import Glibc
 /// with `-sanitize=thread`, each critical section announces its acquisition and release on
 /// one address per lock, which restores that ordering in the sanitizer's model and adds none
 /// the lock does not already give. Elsewhere that costs one nil check.
-public final class Locked<Value: ~Copyable>: @unchecked Sendable {
+package final class Locked<Value: ~Copyable>: @unchecked Sendable {
     // Sendable: the value is only reached through `mutex`.
     @usableFromInline let mutex: Mutex<Value>
 
     /// Makes a lock around `initialValue`.
-    public init(_ initialValue: consuming sending Value) {
+    package init(_ initialValue: consuming sending Value) {
         mutex = Mutex(initialValue)
     }
 
@@ -31,7 +31,7 @@ public final class Locked<Value: ~Copyable>: @unchecked Sendable {
     /// generic call looked up type metadata at every call, on the OpenAL pump's pass over
     /// hundreds of voices too.
     @inlinable
-    public func withLock<Result: ~Copyable, E: Error>(
+    package func withLock<Result: ~Copyable, E: Error>(
         _ body: (inout sending Value) throws(E) -> sending Result
     ) throws(E) -> sending Result {
         guard let hooks = ThreadSanitizerHooks.current else { return try mutex.withLock(body) }

@@ -3,7 +3,7 @@ import Synchronization
 /// A fixed-capacity, lock-free ring of `Int32`s for exactly one producer thread and one
 /// consumer thread: how Spool hands buffer identities to and from a render thread without a
 /// lock or an allocation.
-public final class SPSCRing: @unchecked Sendable {
+package final class SPSCRing: @unchecked Sendable {
     // Sendable: slots are written only by the producer before it publishes them with a
     // release store of `tail`, and read only by the consumer after an acquire load of it.
     private let slots: UnsafeMutablePointer<Int32>
@@ -12,7 +12,7 @@ public final class SPSCRing: @unchecked Sendable {
     private let tail = Atomic<Int>(0)  // next slot to write; written by the producer
 
     /// Makes a ring that holds up to `capacity` values.
-    public init(capacity: Int) {
+    package init(capacity: Int) {
         self.capacity = max(1, capacity) + 1
         slots = .allocate(capacity: self.capacity)
         slots.initialize(repeating: 0, count: self.capacity)
@@ -22,7 +22,7 @@ public final class SPSCRing: @unchecked Sendable {
 
     /// Producer: appends `value`; false when the ring is full.
     @discardableResult
-    public func push(_ value: Int32) -> Bool {
+    package func push(_ value: Int32) -> Bool {
         let t = tail.load(ordering: .relaxed)
         let next = (t + 1) % capacity
         guard next != head.load(ordering: .acquiring) else { return false }
@@ -32,7 +32,7 @@ public final class SPSCRing: @unchecked Sendable {
     }
 
     /// Consumer: takes the oldest value, or `nil` when empty.
-    public func pop() -> Int32? {
+    package func pop() -> Int32? {
         let h = head.load(ordering: .relaxed)
         guard h != tail.load(ordering: .acquiring) else { return nil }
         let value = slots[h]
@@ -41,14 +41,14 @@ public final class SPSCRing: @unchecked Sendable {
     }
 
     /// Consumer: the oldest value without taking it.
-    public func peek() -> Int32? {
+    package func peek() -> Int32? {
         let h = head.load(ordering: .relaxed)
         guard h != tail.load(ordering: .acquiring) else { return nil }
         return slots[h]
     }
 
     /// Values waiting (exact from either side's point of view at the moment of the call).
-    public var count: Int {
+    package var count: Int {
         let t = tail.load(ordering: .acquiring), h = head.load(ordering: .acquiring)
         return (t - h + capacity) % capacity
     }

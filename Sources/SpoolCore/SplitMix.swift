@@ -1,13 +1,13 @@
 /// A small seedable random source (SplitMix64): the same seed gives the same numbers, for
 /// shuffles a program wants to repeat and benchmarks that vary timing alike on every run.
-public struct SplitMix: RandomNumberGenerator, Sendable {
+package struct SplitMix: RandomNumberGenerator, Sendable {
     private var state: UInt64
 
     /// Starts the sequence at `seed`.
-    public init(seed: UInt64) { state = seed }
+    package init(seed: UInt64) { state = seed }
 
     /// The next 64 random bits.
-    public mutating func next() -> UInt64 {
+    package mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
@@ -16,5 +16,5 @@ public struct SplitMix: RandomNumberGenerator, Sendable {
     }
 
     /// Uniform in 0..<1.
-    public mutating func nextUnit() -> Double { Double(next() >> 11) / Double(1 << 53) }
+    package mutating func nextUnit() -> Double { Double(next() >> 11) / Double(1 << 53) }
 }

@@ -160,7 +160,7 @@ public final class OpenALStaticSource: SourceOwner, SharedBufferVoice {
     /// Sets the volume (`AL_GAIN`), gliding over `rampSeconds` (one mixer update when 0).
     /// - Throws: `.invalidParameter` outside 0…1 or for a negative ramp; `.invalidState` after `dispose()`.
     public func setVolume(_ volume: Float, rampSeconds: Double = 0) throws {
-        try SourceParameters.checkVolume(volume, rampSeconds: rampSeconds)
+        try VoiceParameters.checkVolume(volume, rampSeconds: rampSeconds)
         try adjustParameters { parameters, source in
             parameters.setVolume(volume, rampSeconds: rampSeconds, clock: device.clockNanoseconds(),
                                  lookahead: device.updateNanoseconds)
@@ -173,7 +173,7 @@ public final class OpenALStaticSource: SourceOwner, SharedBufferVoice {
     ///   buffer (shared by every source, it cannot be balanced per source); `.invalidState`
     ///   after `dispose()`.
     public func setPan(_ pan: Float) throws {
-        try SourceParameters.checkPan(pan)
+        try VoiceParameters.checkPan(pan)
         guard state.withLock({ $0.parameters.uploadedChannels }) == 1 || pan == 0 else {
             throw AudioError(.invalidParameter, "a static \(buffer.format) buffer plays unpanned; pan a mono buffer instead")
         }
@@ -186,7 +186,7 @@ public final class OpenALStaticSource: SourceOwner, SharedBufferVoice {
     /// Sets the playback rate (`AL_PITCH`), 0.5…2.
     /// - Throws: `.invalidParameter` outside 0.5…2; `.invalidState` after `dispose()`.
     public func setPlaybackRate(_ rate: Float) throws {
-        try SourceParameters.checkRate(rate)
+        try VoiceParameters.checkPlaybackRate(rate)
         try adjustParameters { parameters, source in
             parameters.pitch = rate
             parameters.applyPitch(to: source)

@@ -404,27 +404,12 @@ extension OpenALStreamingSource {
     /// a handler it returns at once (the outer run goes on); `waiting` makes a control call
     /// wait for another thread's run to end and then run what is left itself.
     func drainOutbox(waiting: Bool) {
-        let me = pthread_self()
-        while true {
-            let claimed = outbox.withLock { box -> Bool? in
-                guard let owner = box.owner else {
-                    box.owner = me
-                    return true
-                }
-                return pthread_equal(owner, me) != 0 || !waiting ? false : nil
+        delivery.deliver(waitingForOthers: waiting) {
+            while let call = outbox.withLock({ box -> (@Sendable () -> Void)? in
+                box.calls.isEmpty ? nil : box.calls.removeFirst()
+            }) {
+                call()
             }
-            if claimed == true { break }
-            if claimed == false { return }
-            usleep(200)
-        }
-        while let call = outbox.withLock({ box -> (@Sendable () -> Void)? in
-            guard !box.calls.isEmpty else {
-                box.owner = nil
-                return nil
-            }
-            return box.calls.removeFirst()
-        }) {
-            call()
         }
     }
 }

@@ -67,6 +67,8 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
     /// and on a device mixing in real time what plays between two pump passes.
     let dryFrames: Int
     let outbox = Locked(Outbox())
+    /// The one thread at a time that runs the outbox.
+    let delivery = DeliveryTurn()
     /// OpenAL has reported a source latency other than 0: the sound server's timing has come,
     /// and a 0 from then on is a real figure (a stream drained dry), not a missing one.
     private let latencyTimingSeen = Atomic<Bool>(false)
@@ -104,10 +106,9 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
         }
     }
 
-    /// Handler calls due, in the order their events happened, and the thread running them.
+    /// Handler calls due, in the order their events happened (run by `delivery`).
     struct Outbox: Sendable {
         var calls: [@Sendable () -> Void] = []
-        var owner: pthread_t?
     }
 
     /// The voice's state; its lock is taken only inside a device batch, or alone.
@@ -509,7 +510,7 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
     /// - Throws: `.invalidParameter` outside 0…1 or for a negative ramp; `.invalidState`
     ///   after `dispose()`.
     public func setVolume(_ volume: Float, rampSeconds: Double) throws {
-        try SourceParameters.checkVolume(volume, rampSeconds: rampSeconds)
+        try VoiceParameters.checkVolume(volume, rampSeconds: rampSeconds)
         try adjustParameters { parameters, source in
             parameters.setVolume(volume, rampSeconds: rampSeconds, clock: device.clockNanoseconds(),
                                  lookahead: device.updateNanoseconds)
@@ -526,7 +527,7 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
     /// balance); more channels are folded to stereo and not panned.
     /// - Throws: `.invalidParameter` outside −1…1; `.invalidState` after `dispose()`.
     public func setPan(_ pan: Float) throws {
-        try SourceParameters.checkPan(pan)
+        try VoiceParameters.checkPan(pan)
         try adjustParameters { parameters, source in
             parameters.pan = pan
             parameters.applyGain(to: source)
@@ -541,7 +542,7 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
     /// the next chunk converted.
     /// - Throws: `.invalidParameter` outside 0.5…2; `.invalidState` after `dispose()`.
     public func setPlaybackRate(_ rate: Float) throws {
-        try SourceParameters.checkRate(rate)
+        try VoiceParameters.checkPlaybackRate(rate)
         try adjustParameters { parameters, _ in parameters.pitch = rate }
     }
 

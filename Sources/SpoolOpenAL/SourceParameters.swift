@@ -46,25 +46,6 @@ struct SourceParameters: Sendable {
         uploadedChannels = SampleUpload.uploadedChannels(for: channelCount)
     }
 
-    // MARK: Checks
-
-    static func checkVolume(_ volume: Float, rampSeconds: Double) throws {
-        guard (0...1).contains(volume) else { throw AudioError(.invalidParameter, "volume \(volume) is outside 0...1") }
-        guard rampSeconds >= 0, rampSeconds.isFinite else {
-            throw AudioError(.invalidParameter, "ramp time \(rampSeconds) s must be a finite time ≥ 0")
-        }
-    }
-
-    static func checkPan(_ pan: Float) throws {
-        guard (-1...1).contains(pan) else { throw AudioError(.invalidParameter, "pan \(pan) is outside -1...1") }
-    }
-
-    static func checkRate(_ rate: Float) throws {
-        guard (0.5...2).contains(rate) else {
-            throw AudioError(.invalidParameter, "playback rate \(rate) is outside 0.5...2")
-        }
-    }
-
     // MARK: Changes
 
     /// Starts a glide to `target` (or jumps, for no ramp), with the gain set one update ahead.

@@ -387,7 +387,7 @@ public final class AudioPlayer: Sendable {
     ///
     /// The corresponding Apple call is `setVolume(_:fadeDuration:)`.
     public func setVolume(_ volume: Float, fadeDuration: TimeInterval = 0) throws {
-        guard volume.isFinite, (0...1).contains(volume) else {
+        guard VoiceParameters.volume.contains(volume) else {
             throw AudioError(.invalidParameter, "volume must be within 0...1, not \(volume)")
         }
         guard fadeDuration.isFinite, fadeDuration >= 0 else {
@@ -425,7 +425,7 @@ public final class AudioPlayer: Sendable {
     /// - Parameter pan: −1…1.
     /// - Throws: `.invalidParameter` outside −1…1.
     public func setPan(_ pan: Float) throws {
-        guard pan.isFinite, (-1...1).contains(pan) else {
+        guard VoiceParameters.pan.contains(pan) else {
             throw AudioError(.invalidParameter, "pan must be within -1...1, not \(pan)")
         }
         try control.withLock { c in
@@ -477,7 +477,7 @@ public final class AudioPlayer: Sendable {
     /// - Parameter rate: 0.5…2.
     /// - Throws: `.invalidParameter` outside 0.5…2; the back-end's or decoder's error.
     public func setRate(_ rate: Float) throws {
-        guard rate.isFinite, (0.5...2).contains(rate) else {
+        guard VoiceParameters.playbackRate.contains(rate) else {
             throw AudioError(.invalidParameter, "rate must be within 0.5...2, not \(rate)")
         }
         try control.withLock { c in try changeRate(&c) { $0.rate = rate } }
