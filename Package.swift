@@ -102,7 +102,7 @@ let package = Package(
         .target(name: "CAllocationCounter", path: "Tests/CAllocationCounter"),
         // A real PulseAudio server for the tests that play to one: private null sinks, a
         // monitor recorder, and the analysis of a recorded tone.
-        .target(name: "SoundServerTestSupport", path: "Tests/SoundServerTestSupport"),
+        .target(name: "SoundServerTestSupport", dependencies: ["SpoolCore", "SpoolOutput"], path: "Tests/SoundServerTestSupport"),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,4 +1,6 @@
 import Foundation
+import SpoolCore
+import SpoolOutput
 
 /// The PulseAudio server the real-output tests play to: whether one answers, its streams,
 /// private null sinks, and a recorder for a sink's monitor. Shared by every test target that
@@ -98,101 +100,33 @@ public final class PrivateNullSink {
     }
 }
 
-/// Records a PulseAudio source (a sink's monitor) as mono Float32 at 48 kHz with `parec`, in the
-/// background, and works out when each sample was captured by watching the recording grow.
-///
-/// `parec` runs in a process of its own, with the 20 ms fragments it always had: a monitor's
-/// latency request reaches its sink, and a recorder in the test's own process or with smaller
-/// fragments changed how the sink ran the streams under test. Every millisecond or so a thread
-/// reads the file's size: a sample counted at host time t was captured no later than t, so
-/// t − (samples counted)/rate bounds the host time of sample 0 from above, and the smallest
-/// of those bounds (a reading just after `parec` wrote a fragment) is within a few
-/// milliseconds of it. Counting back from the end alone was late by whatever `parec` had not
-/// written yet when it was stopped: up to 32 ms on a loaded machine.
-public final class MonitorRecorder: @unchecked Sendable {
-    // Sendable: the watcher thread touches only `watch`, which is locked.
+/// Records a PulseAudio source (a sink's monitor) as mono Float32 at 48 kHz through Spool's
+/// own recorder (`MonitorClock`), in the background, with 20 ms fragments as `parec` asks for:
+/// a monitor's fragment is a latency request that reaches its sink, and smaller ones changed
+/// how the sink ran the streams under test. When each sample was captured comes from the reads
+/// alone (`MonitorClock.Recording.originBoundHostTime`): late by at most the server's hand-over
+/// of a fragment, never early.
+public final class MonitorRecorder: Sendable {
     public let sampleRate = 48_000
-    private let path: String
-    private let process = Process()
-    private let file: FileHandle
-    private let watch = NSLock()
-    private var watching = true
-    /// The smallest bound so far on the host time (ns) of sample 0, and the samples then counted.
-    private var origin = Double.infinity
-    private let watcherDone = DispatchSemaphore(value: 0)
+    private let clock: MonitorClock
+    private let origin = Locked(Double.infinity)
 
     /// Starts recording `source`.
     public init(source: String) throws {
-        path = FileManager.default.temporaryDirectory.appendingPathComponent("spool-monitor-\(UUID()).raw").path
-        guard FileManager.default.createFile(atPath: path, contents: nil),
-              let file = FileHandle(forWritingAtPath: path) else {
-            throw CocoaError(.fileWriteUnknown)
-        }
-        self.file = file
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["parec", "-d", source, "--format=float32le", "--rate=\(sampleRate)", "--channels=1",
-                             "--raw", "--latency-msec=20"]
-        process.standardOutput = file
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let descriptor = file.fileDescriptor
-        let thread = Thread { [self] in
-            var status = stat()
-            while watch.withLock({ watching }) {
-                if fstat(descriptor, &status) == 0, status.st_size >= 4 {
-                    let now = Double(Self.hostTimeNow())
-                    let bound = now - Double(status.st_size / 4) * 1e9 / Double(sampleRate)
-                    watch.withLock { origin = min(origin, bound) }
-                }
-                usleep(1_000)
-            }
-            watcherDone.signal()
-        }
-        thread.start()
-    }
-
-    deinit {
-        stopWatching()
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        try? FileManager.default.removeItem(atPath: path)
-    }
-
-    private func stopWatching() {
-        let was = watch.withLock { () -> Bool in
-            defer { watching = false }
-            return watching
-        }
-        if was { watcherDone.wait() }
-    }
-
-    private static func hostTimeNow() -> UInt64 {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+        clock = try MonitorClock(source: source, channels: 1, fragmentMilliseconds: 20)
     }
 
     /// Stops recording and returns the samples.
     public func stop() throws -> [Float] {
-        stopWatching()
-        let stoppedAt = Double(Self.hostTimeNow())
-        // SIGKILL: a child spawned from a dispatch worker inherits a mask that blocks SIGTERM.
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-        try file.close()
-        let data = try Data(contentsOf: URL(fileURLWithPath: path))
-        // The end is one more bound (everything in the file was written by the stop).
-        let end = stoppedAt - Double(data.count / 4) * 1e9 / Double(sampleRate)
-        watch.withLock { origin = min(origin, end) }
-        return data.withUnsafeBytes { raw in
-            (0..<(data.count / 4)).map { Float(bitPattern: UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: $0 * 4, as: UInt32.self))) }
-        }
+        let recording = try clock.stopRecording()
+        origin.withLock { $0 = recording.originBoundHostTime }
+        return recording.samples
     }
 
     /// When sample `index` of the stopped recording reached the monitor, in `HostTime`
-    /// nanoseconds: late by at most what `parec` takes to write a fragment it has captured,
-    /// never early.
+    /// nanoseconds: late by at most the server's hand-over of a fragment, never early.
     public func hostTime(ofSample index: Int) -> UInt64 {
-        let origin = watch.withLock { self.origin }
+        let origin = origin.withLock { $0 }
         return UInt64((origin + Double(index) * 1e9 / Double(sampleRate)).rounded())
     }
 }
