@@ -82,18 +82,25 @@ let package = Package(
 
         // MARK: - Tests
 
-        .testTarget(name: "SpoolCoreTests", dependencies: ["SpoolCore"]),
-        .testTarget(name: "SpoolDecodingTests", dependencies: ["SpoolDecoding", "CAllocationCounter"]),
+        // One test target per library target; the seam's conformance suite runs every
+        // statement of the seam on both back-ends.
+        .testTarget(name: "SpoolCoreTests", dependencies: ["SpoolCore", "SpoolTestSupport"]),
+        .testTarget(name: "SpoolDecodingTests", dependencies: ["SpoolDecoding", "CAllocationCounter", "SpoolTestSupport"]),
+        .testTarget(name: "SpoolResamplingTests",
+                    dependencies: ["SpoolResampling", "CAllocationCounter", "SpoolBenchmarks", "SpoolTestSupport"]),
+        .testTarget(name: "SpoolOutputTests",
+                    dependencies: ["SpoolOutput", "SpoolBufferQueue", "SpoolDecoding", "CAllocationCounter",
+                                   "SoundServerTestSupport", "SpoolTestSupport"]),
         .testTarget(name: "SpoolBufferQueueTests",
                     dependencies: ["SpoolBufferQueue", "SpoolOutput", "SpoolResampling", "SpoolDecoding", "CAllocationCounter",
-                                   "SoundServerTestSupport", "SpoolBenchmarks"]),
+                                   "SpoolTestSupport"]),
         .testTarget(name: "SpoolOpenALTests",
                     dependencies: ["SpoolOpenAL", "SpoolOutput", "SpoolBufferQueue", "SpoolDecoding", "CAllocationCounter",
-                                   "SoundServerTestSupport", "SpoolBenchmarks"]),
-        .testTarget(name: "SpoolToolTests", dependencies: ["spool", "Spool", "SpoolBenchmarks"]),
+                                   "SoundServerTestSupport", "SpoolBenchmarks", "SpoolTestSupport"]),
         .testTarget(name: "SeamConformanceTests",
-                    dependencies: ["SpoolBufferQueue", "SpoolOutput", "SpoolOpenAL", "SpoolDecoding", "Spool", "SoundServerTestSupport"]),
-        .testTarget(name: "SpoolResamplingTests", dependencies: ["SpoolResampling", "CAllocationCounter", "SpoolBenchmarks"]),
+                    dependencies: ["SpoolBufferQueue", "SpoolOutput", "SpoolOpenAL", "SpoolDecoding", "SpoolTestSupport"]),
+        .testTarget(name: "SpoolTests", dependencies: ["Spool", "SoundServerTestSupport", "SpoolTestSupport"]),
+        .testTarget(name: "SpoolToolTests", dependencies: ["spool", "Spool", "SpoolBenchmarks", "SpoolTestSupport"]),
 
         // MARK: - Test support
 
@@ -103,6 +110,12 @@ let package = Package(
         // A real PulseAudio server for the tests that play to one: private null sinks, a
         // monitor recorder, and the analysis of a recorded tone.
         .target(name: "SoundServerTestSupport", dependencies: ["SpoolCore", "SpoolOutput"], path: "Tests/SoundServerTestSupport"),
+        // The helpers every test target shares: signals and their measures, expectations on
+        // AudioError codes, the offline rig both back-ends render through, and the window that
+        // counts a render thread's allocations.
+        .target(name: "SpoolTestSupport",
+                dependencies: ["SpoolCore", "SpoolOutput", "SpoolBufferQueue", "SpoolOpenAL", "CAllocationCounter"],
+                path: "Tests/SpoolTestSupport"),
     ],
     swiftLanguageModes: [.v6]
 )

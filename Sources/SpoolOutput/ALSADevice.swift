@@ -28,8 +28,7 @@ public final class ALSADevice: OutputDevice {
     private let events: RenderThread.EventRelay
     private let clock: VirtualClock
     /// The running render thread; also serialises every control call that touches the PCM.
-    private let state = Locked<RenderThread?>(nil)
-    private let lastRealTime = Atomic<Bool>(false)
+    private let thread: RenderThread.Slot
 
     /// Opens an ALSA PCM for playback and negotiates the buffer.
     /// The corresponding ALSA calls are `snd_pcm_open`, `snd_pcm_hw_params` and `snd_pcm_sw_params`.
@@ -53,16 +52,18 @@ public final class ALSADevice: OutputDevice {
         sampleType = negotiated.sampleType
         clock = VirtualClock(sampleRate: negotiated.sampleRate)
         let deviceName = self.name
+        thread = RenderThread.Slot(device: deviceName)
         events = RenderThread.EventRelay(label: "spool.\(deviceName).events") { status in
             let status = ALSAStatus(status)
             return AudioError(.deviceLost, "\(deviceName): \(status.text)", underlying: status.libraryStatus)
         }
     }
 
-    deinit { state.withLock { $0 }?.stop() }
+    // The render loop ends before the PCM it writes to is closed.
+    deinit { thread.stop() }
 
     /// Whether the render thread is pulling audio (false after `stop()` or a lost device).
-    public var isRunning: Bool { state.withLock { thread in thread.map { !$0.hasFinished } ?? false } }
+    public var isRunning: Bool { thread.isRunning }
 
     /// Underruns the device recovered from (`-EPIPE` from ALSA, then `snd_pcm_prepare`).
     public var xrunCount: Int { events.xrunCount }
@@ -73,7 +74,7 @@ public final class ALSADevice: OutputDevice {
 
     /// Whether the render thread runs (or last ran) with `SCHED_FIFO` priority; false before
     /// the first start and where the system refuses real-time scheduling.
-    public var isRealTime: Bool { state.withLock { $0?.isRealTime } ?? lastRealTime.load(ordering: .relaxed) }
+    public var isRealTime: Bool { thread.isRealTime }
 
     /// Starts the real-time render thread pulling from `renderer`.
     /// The corresponding Apple call is `AudioQueueStart`; in ALSA the stream starts with the
@@ -83,19 +84,14 @@ public final class ALSADevice: OutputDevice {
     ///   `AudioError.Code.deviceLost` when the device went away; `.libraryFailure` when no
     ///   thread can be made.
     public func start(renderer: any AudioRenderer) throws {
-        try state.withLock { thread in
-            if let running = thread {
-                guard running.hasFinished else { throw AudioError(.invalidState, "\(name): already running") }
-                running.stop()  // reap a loop that ended because the device went away
-                thread = nil
-            }
+        try thread.start(name: "spool-alsa") {
             if snd_pcm_state(pcm.handle) != SND_PCM_STATE_PREPARED {
                 try check(snd_pcm_prepare(pcm.handle), device: pcm.name, "prepare the device", code: .deviceLost)
             }
             let loop = ALSARenderLoop(pcm: pcm, format: format, periodFrames: periodFrames, bufferFrames: bufferFrames,
                                       sampleType: sampleType,
                                       renderer: renderer, clock: clock, events: events)
-            thread = try RenderThread.start(name: "spool-alsa") { loop.run(on: $0) }
+            return { loop.run(on: $0) }
         }
     }
 
@@ -104,11 +100,7 @@ public final class ALSADevice: OutputDevice {
     /// within about a period. Does nothing when not running.
     /// The corresponding Apple call is `AudioQueueStop(queue, true)`.
     public func stop() {
-        state.withLock { thread in
-            guard let running = thread else { return }
-            running.stop()
-            lastRealTime.store(running.isRealTime, ordering: .relaxed)
-            thread = nil
+        thread.stop {
             // Errors here mean the device is gone; `start` reports that when it is next asked.
             _ = snd_pcm_drop(pcm.handle)
             _ = snd_pcm_prepare(pcm.handle)

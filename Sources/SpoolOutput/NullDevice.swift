@@ -21,8 +21,7 @@ public final class NullDevice: OutputDevice {
     /// Periods in the virtual buffer.
     public let periodCount: Int
 
-    private let state = Locked<RenderThread?>(nil)
-    private let lastRealTime = Atomic<Bool>(false)
+    private let thread = RenderThread.Slot(device: "null")
     private let clock: VirtualClock
     private let events: RenderThread.EventRelay
 
@@ -44,10 +43,10 @@ public final class NullDevice: OutputDevice {
         }
     }
 
-    deinit { state.withLock { $0 }?.stop() }
+    deinit { thread.stop() }
 
     /// Whether the device is pulling audio.
-    public var isRunning: Bool { state.withLock { thread in thread.map { !$0.hasFinished } ?? false } }
+    public var isRunning: Bool { thread.isRunning }
 
     /// Times the render thread woke too late for the virtual buffer and refilled it.
     public var xrunCount: Int { events.xrunCount }
@@ -58,7 +57,7 @@ public final class NullDevice: OutputDevice {
 
     /// Whether the render thread runs (or last ran) with `SCHED_FIFO` priority; false before
     /// the first start and where the system refuses real-time scheduling.
-    public var isRealTime: Bool { state.withLock { $0?.isRealTime } ?? lastRealTime.load(ordering: .relaxed) }
+    public var isRealTime: Bool { thread.isRealTime }
 
     /// Frames rendered and not yet played by the clock: what new audio waits behind.
     public var queuedFrames: Int { clock.queuedFrames(now: HostTime.now()) }
@@ -69,27 +68,18 @@ public final class NullDevice: OutputDevice {
     /// - Throws: `AudioError.Code.invalidState` when already running;
     ///   `AudioError.Code.libraryFailure` when no thread can be made.
     public func start(renderer: any AudioRenderer) throws {
-        try state.withLock { thread in
-            if let running = thread {
-                guard running.hasFinished else { throw AudioError(.invalidState, "null: already running") }
-                running.stop()
-            }
+        try thread.start(name: "spool-null") {
             let loop = NullRenderLoop(format: format, periodFrames: periodFrames, periodCount: periodCount,
                                       renderer: renderer, clock: clock, events: events, load: renderLoad)
             let startTime = HostTime.now()
-            thread = try RenderThread.start(name: "spool-null") { loop.run(on: $0, startTime: startTime) }
+            return { loop.run(on: $0, startTime: startTime) }
         }
     }
 
     /// Stops the clock; returns once the renderer will not be called again (within a period).
     /// Does nothing when not running. The corresponding Apple call is `AudioQueueStop(queue, true)`.
     public func stop() {
-        state.withLock { thread in
-            guard let running = thread else { return }
-            running.stop()
-            lastRealTime.store(running.isRealTime, ordering: .relaxed)
-            thread = nil
-        }
+        thread.stop()
         clock.reset()
     }
 

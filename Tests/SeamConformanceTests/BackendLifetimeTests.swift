@@ -4,6 +4,7 @@ import SpoolCore
 import SpoolOutput
 import SpoolOpenAL
 import Testing
+import SpoolTestSupport
 
 /// A back-end goes with everything it started.
 @Suite("Seam conformance: back-end lifetime")

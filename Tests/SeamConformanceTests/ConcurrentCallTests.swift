@@ -4,6 +4,7 @@ import SpoolCore
 import SpoolOpenAL
 import Synchronization
 import Testing
+import SpoolTestSupport
 
 /// Lets a fixed number of threads go at once: each waits at `arrive()` until all have come, so
 /// on two cores they really run side by side rather than one after another.

@@ -6,6 +6,7 @@ import SpoolOutput
 import Synchronization
 import Testing
 @testable import SpoolOpenAL
+import SpoolTestSupport
 
 /// Pause and resume under rate conversion (44.1 kHz buffers on a 48 kHz device), offline and
 /// on the real-time null devices: the output after the resume continues the converted stream

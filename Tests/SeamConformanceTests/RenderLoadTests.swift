@@ -5,6 +5,7 @@ import SpoolOutput
 import Synchronization
 import Testing
 @testable import SpoolOpenAL
+import SpoolTestSupport
 
 /// Both null devices (the queue engine's and the OpenAL back-end's clock) time each period's
 /// render on their thread's CPU clock and tell a late period that the render caused (after an

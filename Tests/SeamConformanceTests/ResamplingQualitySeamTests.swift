@@ -1,6 +1,7 @@
 import Foundation
 import Spool
 import Testing
+import SpoolTestSupport
 
 /// Resampling quality through the seam and the player, on both back-ends: a voice made at a
 /// level reports it, a level changed while playing crossfades without a click, and both

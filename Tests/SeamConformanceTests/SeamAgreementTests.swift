@@ -2,6 +2,7 @@ import Foundation
 import SpoolCore
 import SpoolDecoding
 import Testing
+import SpoolTestSupport
 
 /// What the two back-ends render from the same input, fed the same way through the seam:
 /// the same samples, within 80 dB, at equal and at converted rates, mono and stereo, with

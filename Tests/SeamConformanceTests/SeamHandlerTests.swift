@@ -5,6 +5,7 @@ import SpoolCore
 import SpoolOpenAL
 import Synchronization
 import Testing
+import SpoolTestSupport
 
 /// Handlers: several observers, each called once, in order, never on a render thread, free
 /// to call the voice back; and the real-time devices' side of it.

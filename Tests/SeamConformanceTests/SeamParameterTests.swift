@@ -1,6 +1,7 @@
 import Foundation
 import SpoolCore
 import Testing
+import SpoolTestSupport
 
 /// Volume, pan and playback rate, set before and during play, and underruns, on every back-end.
 @Suite("Seam conformance: volume, pan, rate, underruns")

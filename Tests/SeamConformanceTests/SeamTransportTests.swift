@@ -2,6 +2,7 @@ import Foundation
 import SpoolCore
 import Synchronization
 import Testing
+import SpoolTestSupport
 
 /// The seam's transport, call by call and state by state, as `PlaybackVoice` documents it:
 /// every test runs on every back-end, offline and deterministic.

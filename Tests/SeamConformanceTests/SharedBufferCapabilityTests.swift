@@ -2,6 +2,7 @@ import Foundation
 import SpoolCore
 import Synchronization
 import Testing
+import SpoolTestSupport
 
 /// The seam's optional capability: a back-end that holds one buffer for many voices says so,
 /// and one that does not answers `.unsupported`, whatever is asked of it.

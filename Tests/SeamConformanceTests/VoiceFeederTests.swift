@@ -3,6 +3,7 @@ import SpoolCore
 import SpoolDecoding
 import Synchronization
 import Testing
+import SpoolTestSupport
 
 /// The outcomes a feeder reported, by name.
 final class Recorded: Sendable {

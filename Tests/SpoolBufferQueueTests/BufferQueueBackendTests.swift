@@ -110,3 +110,4 @@ struct RenderAllocationTests {
 }
 
 import CAllocationCounter
+import SpoolTestSupport

@@ -4,6 +4,7 @@ import SpoolOutput
 import Synchronization
 import Testing
 @testable import SpoolBufferQueue
+import SpoolTestSupport
 
 /// One `BufferQueue` called from many threads at once, the Audio Queue way: eight allocated
 /// buffers go round (the callback hands each back, a thread refills and enqueues it) while

@@ -3,6 +3,7 @@ import Testing
 import Synchronization
 import SpoolCore
 @testable import SpoolBufferQueue
+import SpoolTestSupport
 
 @Suite("BufferQueue")
 struct BufferQueueTests {

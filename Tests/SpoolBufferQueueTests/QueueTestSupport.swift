@@ -3,6 +3,7 @@ import Synchronization
 import SpoolCore
 import SpoolOutput
 @testable import SpoolBufferQueue
+import SpoolTestSupport
 
 /// An offline engine at `rate`/`channels` with small periods, started.
 func makeOfflineEngine(rate: Double = 48_000, channels: Int = 2, periodFrames: Int = 256) throws -> (QueueEngine, OfflineDevice) {
@@ -21,11 +22,6 @@ final class CallbackLog: Sendable {
     var count: Int { entries.withLock { $0.count } }
 }
 
-/// `frames` interleaved frames whose every sample is distinct: sample k = (start + k) / 2^20.
-func ramp(frames: Int, channels: Int, start: Int = 0) -> [Float] {
-    (0..<(frames * channels)).map { Float(start + $0) / 1_048_576 }
-}
-
 /// Fills a new buffer of `queue` with `samples`.
 func filledBuffer(_ queue: BufferQueue, _ samples: [Float]) throws -> AudioQueueBuffer {
     let frames = samples.count / queue.format.channelCount
@@ -33,28 +29,6 @@ func filledBuffer(_ queue: BufferQueue, _ samples: [Float]) throws -> AudioQueue
     _ = buffer.data.update(from: samples)
     buffer.frameCount = frames
     return buffer
-}
-
-/// A sine of `frequency` Hz at `rate`, `frames` long, the same on every channel.
-func sine(frequency: Double, rate: Double, frames: Int, channels: Int, amplitude: Float = 0.5, phase: Double = 0) -> [Float] {
-    var out = [Float](repeating: 0, count: frames * channels)
-    for i in 0..<frames {
-        let v = amplitude * Float(sin(2 * .pi * frequency * Double(i) / rate + phase))
-        for c in 0..<channels { out[i * channels + c] = v }
-    }
-    return out
-}
-
-/// Frequency of a mono signal by linearly interpolated rising zero crossings.
-func zeroCrossingFrequency(_ x: ArraySlice<Float>, rate: Double) -> Double {
-    var crossings: [Double] = []
-    var previous = x.first ?? 0
-    for (i, v) in zip(x.indices, x).dropFirst() {
-        if previous < 0, v >= 0 { crossings.append(Double(i - x.startIndex) - Double(v) / Double(v - previous)) }
-        previous = v
-    }
-    guard crossings.count > 2 else { return 0 }
-    return Double(crossings.count - 1) / (crossings.last! - crossings.first!) * rate
 }
 
 /// SNR of `x` against the best-fitting sine of `frequency` (least squares in amplitude and phase).
@@ -77,7 +51,3 @@ func sineFitSNR(_ x: ArraySlice<Float>, frequency: Double, rate: Double) -> Doub
     return 10 * log10(signal / noise)
 }
 
-/// One channel of interleaved samples.
-func channel(_ samples: [Float], _ index: Int, of channels: Int) -> [Float] {
-    stride(from: index, to: samples.count, by: channels).map { samples[$0] }
-}

@@ -3,6 +3,7 @@ import Testing
 import SpoolCore
 @testable import SpoolBufferQueue
 @testable import SpoolResampling
+import SpoolTestSupport
 
 /// The engine's three conversion levels: each converts a stepped sweep of tones (44.1 → 48 kHz)
 /// at its floor, measured against the exact sine at each output frame's source instant, with

@@ -3,6 +3,7 @@ import Testing
 import SpoolCore
 import SpoolDecoding
 @testable import SpoolBufferQueue
+import SpoolTestSupport
 
 /// A decoder used from a `@Sendable` refill callback, through `SharedDecoder`: it compiles
 /// without an unchecked wrapper and the queue plays the file sample for sample.

@@ -5,6 +5,7 @@ import SpoolCore
 @testable import SpoolOutput
 @testable import SpoolBufferQueue
 @testable import SpoolResampling
+import SpoolTestSupport
 
 /// The queue engine's rate conversion: libsoxr at a playback rate of 1, the sinc converter
 /// while varispeed, and the switches between them.

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import SpoolCore
+import SpoolTestSupport
 
 @Suite("PCMBuffer and AudioFormat")
 struct PCMBufferTests {

@@ -1,6 +1,7 @@
 import Foundation
 import SpoolCore
 import Testing
+import SpoolTestSupport
 
 /// `PumpLoad`: what a service thread's passes cost on its CPU clock, and how far apart they came.
 @Suite("PumpLoad")

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import SpoolCore
+import SpoolTestSupport
 
 /// The WAV writer opens its path in place: a symbolic link is written through, not replaced
 /// by a new file renamed over it (which is how `spool decode --output /dev/null`, run as root,

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import SpoolCore
+import SpoolTestSupport
 
 /// The chunks of a RIFF/WAVE file, read independently of the writer: every chunk's size must
 /// add up to the file's, so a header that lies about its contents fails here.

@@ -3,6 +3,7 @@ import Testing
 import SpoolCore
 import CAllocationCounter
 @testable import SpoolDecoding
+import SpoolTestSupport
 
 /// Every kind of bad input gets a clear `AudioError` (or a warning, where the good part can
 /// still be decoded), and nothing crashes, hangs or allocates beyond the input's real size.

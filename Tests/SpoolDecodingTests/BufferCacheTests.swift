@@ -3,6 +3,7 @@ import Synchronization
 import Testing
 import SpoolCore
 @testable import SpoolDecoding
+import SpoolTestSupport
 
 /// The buffer cache: hits and misses, LRU eviction by bytes, keys that notice a rewritten file,
 /// one decode per key under concurrent requests, failures not cached, over-budget items,

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import SpoolCore
 @testable import SpoolDecoding
+import SpoolTestSupport
 
 /// A toy format for the registry tests: the magic `SPL0`, a rate byte ×1000, then Int8 mono samples.
 final class ToyDecoder: AudioDecoder {

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import SpoolCore
 @testable import SpoolDecoding
+import SpoolTestSupport
 
 @Suite("Every fixture decodes to its reference")
 struct FixtureDecodingTests {

@@ -1,5 +1,6 @@
 import Foundation
 import SpoolCore
+import SpoolTestSupport
 
 /// The committed fixtures and their manifest (`Fixtures/manifest.json`).
 enum Fixtures {

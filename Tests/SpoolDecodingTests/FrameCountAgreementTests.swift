@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import SpoolCore
 @testable import SpoolDecoding
+import SpoolTestSupport
 
 /// `frameCount` at open is what `spool info` prints; it must equal what decoding produces, or
 /// the decoder must say that it is a header's unverified claim. Checked on every fixture that

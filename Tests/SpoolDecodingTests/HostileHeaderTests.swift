@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import SpoolCore
 @testable import SpoolDecoding
+import SpoolTestSupport
 
 /// Headers whose sizes were made absurd (`Fixtures/hostile/`, from
 /// `make-hostile-fixtures.py`): the sizes reach libsndfile's seek callback and Spool's own

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import SpoolTestSupport
 
 /// libmpg123 prints notes on stderr ("Note: Illegal Audio-MPEG-Header…",
 /// "[src/libmpg123/layer3.c:…] error: …") unless told to be quiet. Spool says what matters

@@ -3,6 +3,7 @@ import Testing
 import SpoolCore
 @testable import SpoolDecoding
 import CMPG123
+import SpoolTestSupport
 
 /// The MP3 fixtures of `Fixtures/mp3/` and their manifest (made by `make-mp3-fixtures.sh`).
 enum MP3Fixtures {

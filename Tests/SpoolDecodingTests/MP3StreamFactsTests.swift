@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import SpoolCore
 @testable import SpoolDecoding
+import SpoolTestSupport
 
 /// What `info` says about an MP3 stream: its length, bit rate and whether it is VBR, taken
 /// from the frames themselves where the headers are missing, short or wrong.

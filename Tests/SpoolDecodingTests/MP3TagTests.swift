@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import SpoolCore
 @testable import SpoolDecoding
+import SpoolTestSupport
 
 /// Tags anywhere in an MP3 (ID3v2 in front or appended, APEv2 with or without header,
 /// Lyrics3 v1/v2, ID3v1, stacked in any order or between frames) are read or skipped,

@@ -1,5 +1,6 @@
 import Testing
 @testable import SpoolDecoding
+import SpoolTestSupport
 
 /// Frame headers are parsed from four bytes without an array (every frame of a file is); each
 /// field against ISO 11172-3 / 13818-3's tables, for every header value.

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import SpoolCore
 @testable import SpoolDecoding
+import SpoolTestSupport
 
 /// The page checksum, sixteen bytes a step, against the CRC-32 of RFC 3533 §6 computed a bit
 /// at a time.

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import SpoolCore
 @testable import SpoolDecoding
+import SpoolTestSupport
 
 /// The page walk reads its input a chunk at a time into one reused buffer: across megabytes of
 /// pages of every size, some straddling a chunk's end and junk between some, it finds every

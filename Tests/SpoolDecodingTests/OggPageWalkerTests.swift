@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import SpoolCore
 @testable import SpoolDecoding
+import SpoolTestSupport
 
 /// The Ogg page walk: every valid page found, every byte outside one reported as a gap, in
 /// time linear in the input (it used to read 64 KiB at every byte offset of a damaged

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import SpoolCore
 @testable import SpoolDecoding
+import SpoolTestSupport
 
 /// The registry tells Ogg streams apart by what their first packet carries, and names what
 /// it cannot decode. The files are in `Fixtures/opus/ogg` (made by

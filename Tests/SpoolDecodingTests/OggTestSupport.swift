@@ -3,6 +3,7 @@
 import Foundation
 import SpoolCore
 @testable import SpoolDecoding
+import SpoolTestSupport
 
 /// Spool's seedable generator, so that random inputs repeat from run to run.
 typealias SeededGenerator = SplitMix

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import SpoolCore
 @testable import SpoolDecoding
+import SpoolTestSupport
 
 /// The walk of an Ogg Vorbis input before libvorbisfile sees it: links, checked headers and
 /// frame counts that are exact for regular streams.

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import SpoolCore
 @testable import SpoolDecoding
+import SpoolTestSupport
 
 /// The Ogg Opus fixtures (`Fixtures/opus`, made by `Fixtures/make-opus-fixtures.sh`) and
 /// their references, decoded by ffmpeg's own Opus decoder, an implementation independent

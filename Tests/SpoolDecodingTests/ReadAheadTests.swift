@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import SpoolCore
 @testable import SpoolDecoding
+import SpoolTestSupport
 
 /// Small reads of a file (libmpg123 asks for each frame's 4-byte header, then its body) come
 /// from `ByteReader`'s read-ahead block: one system call per 64 KiB, not two per frame, and

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import SpoolCore
 @testable import SpoolDecoding
+import SpoolTestSupport
 
 /// A chained Ogg file whose second link changes format: everything before the change is
 /// decoded (decodeAll threw `.formatChanged` and returned nothing), the change is reported

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import SpoolCore
 @testable import SpoolDecoding
+import SpoolTestSupport
 
 /// `frameCount` at open and what decoding produces agree, or the count says it is an
 /// estimate (`isFrameCountExact` false) — never a silent difference; granule positions that

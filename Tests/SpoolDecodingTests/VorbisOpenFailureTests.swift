@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import SpoolCore
 @testable import SpoolDecoding
+import SpoolTestSupport
 
 /// Ogg input that is not Vorbis is refused with an error that says what it is, and refusing
 /// it frees libvorbisfile's state exactly once (it was freed twice: the initializer freed it

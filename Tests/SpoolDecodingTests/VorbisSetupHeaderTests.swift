@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import SpoolCore
 @testable import SpoolDecoding
+import SpoolTestSupport
 
 /// The setup header is checked against the Vorbis I specification before libvorbis decodes
 /// with it. libvorbis 1.3.7 accepts a codebook whose Huffman tree is over- or

@@ -5,6 +5,7 @@ import SpoolOutput
 import SpoolDecoding
 import Testing
 @testable import SpoolOpenAL
+import SpoolTestSupport
 
 /// The same voice, fed the same way through the `PlaybackBackend` seam, rendered offline by
 /// both back-ends: what comes out must agree.

@@ -5,6 +5,7 @@ import Synchronization
 import Testing
 @testable import SpoolOpenAL
 @testable import SpoolBenchmarks
+import SpoolTestSupport
 
 @Suite("OpenAL devices")
 struct DeviceTests {

@@ -3,6 +3,7 @@ import SpoolCore
 import SpoolOutput
 import Testing
 @testable import SpoolOpenAL
+import SpoolTestSupport
 
 /// Where no device opens, the library itself offers the null device, and says so; and it
 /// lists only the devices that open.

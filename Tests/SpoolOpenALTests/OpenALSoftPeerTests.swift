@@ -3,6 +3,7 @@ import SpoolCore
 import Testing
 @testable import SpoolOpenAL
 @testable import SpoolBenchmarks
+import SpoolTestSupport
 
 /// OpenAL Soft converting by itself, the benchmarks' peer: its resamplers are listed, and each
 /// converts a sine to the device rate at the quality its order gives.
@@ -64,13 +65,3 @@ struct OpenALSoftPeerTests {
     }
 }
 
-private func expectError(_ code: AudioError.Code, sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> Void) {
-    do {
-        try body()
-        Issue.record("no error", sourceLocation: sourceLocation)
-    } catch let error as AudioError {
-        #expect(error.code == code, "\(error)", sourceLocation: sourceLocation)
-    } catch {
-        Issue.record("\(error)", sourceLocation: sourceLocation)
-    }
-}

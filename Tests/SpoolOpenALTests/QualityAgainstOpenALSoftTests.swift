@@ -5,6 +5,7 @@ import SoundServerTestSupport
 import SpoolResampling
 import Testing
 @testable import SpoolBenchmarks
+import SpoolTestSupport
 
 /// Each resampling level against the OpenAL Soft resampler it is matched with in the mix and
 /// capacity benchmarks, measured the same way (the resampler table's tones and aliasing tone):

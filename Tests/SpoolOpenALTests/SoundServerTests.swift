@@ -4,6 +4,7 @@ import SpoolCore
 import Synchronization
 import Testing
 @testable import SpoolOpenAL
+import SpoolTestSupport
 
 @Suite("OpenAL on a real sound server", .serialized, .disabled(if: SoundServer.underSanitizer, "real-time timing means nothing under a sanitizer's slow-down; the plain run checks it"))
 struct SoundServerTests {

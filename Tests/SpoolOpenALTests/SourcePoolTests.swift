@@ -2,6 +2,7 @@ import Foundation
 import SpoolCore
 import Testing
 @testable import SpoolOpenAL
+import SpoolTestSupport
 
 @Suite("OpenAL source pool")
 struct SourcePoolTests {

@@ -3,6 +3,7 @@ import SpoolCore
 import Synchronization
 import Testing
 @testable import SpoolOpenAL
+import SpoolTestSupport
 
 @Suite("OpenAL static buffers")
 struct StaticBufferTests {

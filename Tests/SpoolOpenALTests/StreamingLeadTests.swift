@@ -2,6 +2,7 @@ import Foundation
 import SpoolCore
 import Testing
 @testable import SpoolOpenAL
+import SpoolTestSupport
 
 /// How far ahead Spool's OpenAL voices convert on a device that mixes in real time, and the
 /// pump passing by a voice that has its lead in hand.

@@ -4,6 +4,7 @@ import SpoolCore
 import Testing
 @testable import SpoolResampling
 @testable import SpoolBenchmarks
+import SpoolTestSupport
 
 /// The libspeexdsp and libswresample converters keep the `RateConverter` contract: the length
 /// ⌈input × ratio⌉ after the flush, output frame `k` at input instant `k / ratio`, `delayFrames`

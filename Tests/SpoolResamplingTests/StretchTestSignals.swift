@@ -1,5 +1,6 @@
 import Foundation
 import SpoolCore
+import SpoolTestSupport
 
 /// What a synthetic decoder plays on one channel.
 enum TestSignal: Sendable {

@@ -2,6 +2,7 @@ import Foundation
 import SpoolCore
 import SpoolResampling
 import Testing
+import SpoolTestSupport
 
 @Suite("TimeStretchedDecoder")
 struct TimeStretchedDecoderTests {

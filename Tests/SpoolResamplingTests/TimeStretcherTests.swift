@@ -3,6 +3,7 @@ import Foundation
 import SpoolCore
 import SpoolResampling
 import Testing
+import SpoolTestSupport
 
 @Suite("TimeStretcher")
 struct TimeStretcherTests {

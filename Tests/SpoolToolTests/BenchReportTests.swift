@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import SpoolTestSupport
 
 /// The benchmarks print only what they measured: a figure a back-end cannot give is "—" in
 /// the table and `null` in the JSON, never a zero.

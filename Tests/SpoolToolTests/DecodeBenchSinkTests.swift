@@ -2,6 +2,7 @@ import Foundation
 import Testing
 #if canImport(Glibc)
 import Glibc
+import SpoolTestSupport
 #endif
 
 /// `spool bench decode` sends both sides' output to the same discarding device and says which.

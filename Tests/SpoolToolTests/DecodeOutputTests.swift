@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import SpoolTestSupport
 
 /// What `spool decode` leaves behind when decoding stops early: a WAV whose header is true to
 /// the bytes it holds, and a message that says how much was written.

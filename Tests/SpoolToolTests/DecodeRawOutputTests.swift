@@ -3,6 +3,7 @@ import Testing
 import Spool
 #if canImport(Glibc)
 import Glibc
+import SpoolTestSupport
 #endif
 
 /// `spool decode --output -` and `--output FILE.raw` write the decoder's samples straight from

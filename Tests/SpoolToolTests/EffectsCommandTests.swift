@@ -1,6 +1,7 @@
 import Foundation
 import Spool
 import Testing
+import SpoolTestSupport
 
 /// `spool effects DIR [NAME…]`, run as a program on the null device.
 @Suite("spool effects")

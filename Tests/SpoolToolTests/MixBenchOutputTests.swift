@@ -3,6 +3,7 @@ import SpoolCore
 import Testing
 import Spool
 @testable import SpoolBenchmarks
+import SpoolTestSupport
 
 /// The mix the benchmark times is the mix it claims: its output equals the sum of its voices'
 /// sines, computed here from the formula, not from the engine.

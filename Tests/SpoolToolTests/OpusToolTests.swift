@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import Spool
+import SpoolTestSupport
 
 @Suite("spool info and spool decode with Ogg Opus")
 struct OpusToolTests {

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import SpoolTestSupport
 
 /// How `spool play` ends: a process that exits with an OpenAL device open exits cleanly.
 @Suite("spool play exits cleanly")

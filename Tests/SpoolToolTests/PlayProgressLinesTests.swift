@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import SpoolTestSupport
 
 /// `spool play` without a terminal (a pipe, a log, CI): plain lines on the standard error,
 /// read back by their text. The files play to the null device in real time, so they are short.

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Testing
+import SpoolTestSupport
 
 /// `spool play` on a terminal, driven through a pseudo-terminal: keys typed in, the screen
 /// read back. Every test plays to the null device, in real time, and quits early.

@@ -1,6 +1,7 @@
 import Foundation
 import Spool
 import Testing
+import SpoolTestSupport
 
 /// `spool play --output wav:PATH`: the player rendered offline, compared frame for frame with
 /// what the decoder itself decodes.

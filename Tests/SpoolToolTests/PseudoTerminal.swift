@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import SpoolTestSupport
 
 /// The built `spool` running on a pseudo-terminal: its standard input, output and error are
 /// the terminal's slave side, the test holds the master side, types keys into it and reads

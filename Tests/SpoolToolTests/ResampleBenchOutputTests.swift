@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import SpoolTestSupport
 
 /// `spool bench resample` prints one row per resampler, conversion and channel count, and its
 /// JSON carries the same figures with the fields the quality levels are chosen by.

@@ -1,5 +1,6 @@
 import Foundation
 import Spool
+import SpoolTestSupport
 
 /// Sine tones written at test time with Spool's own `WAVFileWriter`, in a temporary folder
 /// of the test's own that goes when the value does.

@@ -1,6 +1,7 @@
 import Foundation
 import Spool
 import Testing
+import SpoolTestSupport
 
 /// What the tool tells a user: one name per option across commands, hints that lead
 /// somewhere, every output spelled out, and no false alarm at the end of a sound.

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import SpoolTestSupport
 
 /// What `spool` loads to start: decoding a file maps no sound-server library (libpulse-simple
 /// and the 16 libraries it needs are loaded only by the acoustic check that records the

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import Spool
+import SpoolTestSupport
 
 /// Runs the built `spool` executable.
 struct Tool {

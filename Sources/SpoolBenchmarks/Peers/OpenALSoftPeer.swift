@@ -85,10 +85,8 @@ package enum OpenALSoftPeer {
         }
         let device = try OpenALDevice(.loopback(OutputConfiguration(sampleRate: deviceRate, periodFrames: periodFrames)))
         defer { device.close() }
-        // The first `convertedShare` of the voices at `sourceRate`, the rest at the device's.
-        let converted = Int((Double(voices) * convertedShare).rounded(.up))
-        let tones = try sines(converted, rate: sourceRate, channels: channelCount)
-            + sines(voices - converted, rate: deviceRate, channels: channelCount)
+        let tones = try tones(voices, convertedShare: convertedShare, sourceRate: sourceRate, deviceRate: deviceRate,
+                              channels: channelCount)
         let streams = try OpenALSoftStreams(device: device, tones: tones, resampler: resampler)
         defer { streams.delete() }
         try streams.play()
@@ -127,9 +125,8 @@ package enum OpenALSoftPeer {
         let device = try OpenALDevice(.null(configuration))
         defer { device.close() }
         let deviceRate = device.format.sampleRate
-        let converted = Int((Double(voices) * convertedShare).rounded(.up))
-        let tones = try sines(converted, rate: sourceRate, channels: channelCount)
-            + sines(voices - converted, rate: deviceRate, channels: channelCount)
+        let tones = try tones(voices, convertedShare: convertedShare, sourceRate: sourceRate, deviceRate: deviceRate,
+                              channels: channelCount)
         let streams = try OpenALSoftStreams(device: device, tones: tones, resampler: resampler)
         defer { streams.delete() }
         try streams.play()
@@ -151,6 +148,15 @@ package enum OpenALSoftPeer {
         try refill(for: seconds)
         return RealTimeRun(dry: try streams.stoppedCount() - dryBefore, late: device.xrunCount - lateBefore,
                            load: (device.renderLoad?.snapshot ?? RenderLoad.Snapshot()).since(loadBefore))
+    }
+
+    /// The tones of `voices` voices: the first `convertedShare` of them at `sourceRate`, the
+    /// rest at the device's (see `sines`).
+    static func tones(_ voices: Int, convertedShare: Double, sourceRate: Double, deviceRate: Double,
+                      channels: Int) throws -> [PCMBuffer] {
+        let converted = Int((Double(voices) * convertedShare).rounded(.up))
+        return try sines(converted, rate: sourceRate, channels: channels)
+            + sines(voices - converted, rate: deviceRate, channels: channels)
     }
 
     /// One-second sines of 220 + 55·(k mod 32) Hz, amplitude 0.5.

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Spool
 import Testing
+import SpoolTestSupport
 
 /// `SoundBank` and `MusicPlayerPool` over a folder, rendered offline on both back-ends.
 @Suite("SoundBank and MusicPlayerPool")

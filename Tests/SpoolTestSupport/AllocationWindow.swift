@@ -6,7 +6,7 @@ import Synchronization
 /// while it prepares the stream again, about 14 times), so a window in which the device
 /// counted an underrun says nothing about the render loop: it is dropped and counting starts
 /// again over as many calls, until a window passes with none.
-final class AllocationWindow: Sendable {
+public final class AllocationWindow: Sendable {
     private let length: Int
     private let xruns: @Sendable () -> Int
     private let start: Atomic<Int>
@@ -18,14 +18,14 @@ final class AllocationWindow: Sendable {
     /// - Parameters:
     ///   - window: The first window of render-call indices.
     ///   - xruns: The device's underrun count; a device that has none passes `{ 0 }`.
-    init(_ window: Range<Int>, xruns: @escaping @Sendable () -> Int = { 0 }) {
+    public init(_ window: Range<Int>, xruns: @escaping @Sendable () -> Int = { 0 }) {
         length = window.count
         start = Atomic(window.lowerBound)
         self.xruns = xruns
     }
 
     /// Render thread: call at the top of render call number `call`.
-    func enter(call: Int) {
+    public func enter(call: Int) {
         let first = start.load(ordering: .relaxed)
         if call == first + length {
             if xruns() != xrunsAtStart.load(ordering: .relaxed) {
@@ -45,11 +45,11 @@ final class AllocationWindow: Sendable {
     }
 
     /// Allocations and bytes over the first window without an underrun; `nil` until one closed.
-    var allocations: (count: Int, bytes: Int)? {
+    public var allocations: (count: Int, bytes: Int)? {
         let n = count.load(ordering: .acquiring)
         return n < 0 ? nil : (n, bytes.load(ordering: .relaxed))
     }
 
     /// Windows dropped for an underrun in them.
-    var droppedWindows: Int { dropped.load(ordering: .relaxed) }
+    public var droppedWindows: Int { dropped.load(ordering: .relaxed) }
 }

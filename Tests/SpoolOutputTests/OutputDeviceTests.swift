@@ -7,6 +7,7 @@ import Synchronization
 import SoundServerTestSupport
 import Testing
 @testable import SpoolBufferQueue
+import SpoolTestSupport
 
 /// The signal the test renderers write: a function of the device frame, so any sample can be
 /// recomputed exactly, and a rendered stream is checked against it sample for sample.
@@ -111,17 +112,6 @@ final class EventLog: Sendable {
 func referenceSamples(frames: Int, channels: Int, start: Int64 = 0) -> [Float] {
     (0..<frames).flatMap { frame in
         (0..<channels).map { ReferenceSignal.sample(frame: start + Int64(frame), channel: $0) }
-    }
-}
-
-func expectError(_ code: AudioError.Code, _ body: () throws -> Void, sourceLocation: SourceLocation = #_sourceLocation) {
-    do {
-        try body()
-        Issue.record("expected \(code), nothing was thrown", sourceLocation: sourceLocation)
-    } catch let error as AudioError {
-        #expect(error.code == code, "\(error)", sourceLocation: sourceLocation)
-    } catch {
-        Issue.record("expected AudioError \(code), got \(error)", sourceLocation: sourceLocation)
     }
 }
 

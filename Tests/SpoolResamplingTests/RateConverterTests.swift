@@ -5,6 +5,7 @@ import Testing
 @testable import SpoolBufferQueue
 @testable import SpoolResampling
 @testable import SpoolBenchmarks
+import SpoolTestSupport
 
 @Suite("RateConverter")
 struct RateConverterTests {

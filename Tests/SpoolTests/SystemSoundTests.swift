@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Spool
 import Testing
+import SpoolTestSupport
 
 /// `SystemSound` and its shared output on both back-ends, rendered offline.
 @Suite("SystemSound on both back-ends")

@@ -2,6 +2,7 @@ import Foundation
 import SoundServerTestSupport
 import Spool
 import Testing
+import SpoolTestSupport
 
 /// `AudioPlayer` playing a file to a real PulseAudio server, on each back-end, recorded from
 /// the sink's monitor.

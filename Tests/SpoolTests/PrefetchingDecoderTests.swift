@@ -1,6 +1,7 @@
 import Foundation
 @testable import Spool
 import Testing
+import SpoolTestSupport
 
 /// The player's read-ahead decoder yields exactly what its decoder yields, whatever the timing
 /// of its worker against the reads and seeks.

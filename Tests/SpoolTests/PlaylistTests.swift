@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Spool
 import Testing
+import SpoolTestSupport
 
 /// `Playlist` on both back-ends, rendered offline: joins compared with the items' own frames.
 @Suite("Playlist on both back-ends")

@@ -6,6 +6,7 @@ import SpoolOutput
 import Synchronization
 import Testing
 @testable import SpoolBufferQueue
+import SpoolTestSupport
 
 /// Silence, then a sine burst of an exact number of frames, then silence again. Publishes the
 /// host times at which the device said the burst would start and end being heard, and keeps

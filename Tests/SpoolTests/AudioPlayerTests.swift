@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Spool
 import Testing
+import SpoolTestSupport
 
 /// `AudioPlayer` on both back-ends, rendered offline: every test compares the rendered frames
 /// with the source's own.
