@@ -69,7 +69,7 @@ let package = Package(
                 dependencies: ["SpoolCore", "SpoolDecoding", "SpoolResampling", "SpoolOutput", "SpoolBufferQueue",
                                "SpoolOpenAL"]),
         // Every `spool bench` measurement and the one harness they share; not a product.
-        .target(name: "SpoolBenchmarks", dependencies: ["Spool"]),
+        .target(name: "SpoolBenchmarks", dependencies: ["Spool", "SpoolCore", "SpoolResampling", "SpoolOpenAL"]),
         .executableTarget(name: "spool", dependencies: ["Spool", "SpoolBenchmarks"]),
 
         // MARK: - Examples
@@ -85,22 +85,25 @@ let package = Package(
         // One test target per library target; the seam's conformance suite runs every
         // statement of the seam on both back-ends.
         .testTarget(name: "SpoolCoreTests", dependencies: ["SpoolCore", "SpoolTestSupport"]),
-        .testTarget(name: "SpoolDecodingTests", dependencies: ["SpoolDecoding", "CAllocationCounter", "SpoolTestSupport"]),
+        .testTarget(name: "SpoolDecodingTests",
+                    dependencies: ["SpoolDecoding", "SpoolCore", "CMPG123", "CAllocationCounter", "SpoolTestSupport"]),
         .testTarget(name: "SpoolResamplingTests",
-                    dependencies: ["SpoolResampling", "CAllocationCounter", "SpoolBenchmarks", "SpoolTestSupport"]),
+                    dependencies: ["SpoolResampling", "SpoolCore", "CAllocationCounter", "SpoolBenchmarks", "SpoolTestSupport"]),
         .testTarget(name: "SpoolOutputTests",
-                    dependencies: ["SpoolOutput", "SpoolBufferQueue", "SpoolDecoding", "CAllocationCounter",
+                    dependencies: ["SpoolOutput", "SpoolCore", "SpoolBufferQueue", "SpoolDecoding", "CAllocationCounter",
                                    "SoundServerTestSupport", "SpoolTestSupport"]),
         .testTarget(name: "SpoolBufferQueueTests",
-                    dependencies: ["SpoolBufferQueue", "SpoolOutput", "SpoolResampling", "SpoolDecoding", "CAllocationCounter",
-                                   "SpoolTestSupport"]),
+                    dependencies: ["SpoolBufferQueue", "SpoolCore", "SpoolOutput", "SpoolResampling", "SpoolDecoding",
+                                   "CAllocationCounter", "SpoolTestSupport"]),
         .testTarget(name: "SpoolOpenALTests",
-                    dependencies: ["SpoolOpenAL", "SpoolOutput", "SpoolBufferQueue", "SpoolDecoding", "CAllocationCounter",
-                                   "SoundServerTestSupport", "SpoolBenchmarks", "SpoolTestSupport"]),
+                    dependencies: ["SpoolOpenAL", "SpoolCore", "SpoolResampling", "SpoolOutput", "SpoolBufferQueue",
+                                   "SpoolDecoding", "CAllocationCounter", "SoundServerTestSupport", "SpoolBenchmarks",
+                                   "SpoolTestSupport"]),
         .testTarget(name: "SeamConformanceTests",
-                    dependencies: ["SpoolBufferQueue", "SpoolOutput", "SpoolOpenAL", "SpoolDecoding", "SpoolTestSupport"]),
+                    dependencies: ["SpoolBufferQueue", "SpoolCore", "SpoolOutput", "SpoolOpenAL", "SpoolDecoding",
+                                   "SoundServerTestSupport", "SpoolTestSupport"]),
         .testTarget(name: "SpoolTests", dependencies: ["Spool", "SoundServerTestSupport", "SpoolTestSupport"]),
-        .testTarget(name: "SpoolToolTests", dependencies: ["spool", "Spool", "SpoolBenchmarks", "SpoolTestSupport"]),
+        .testTarget(name: "SpoolToolTests", dependencies: ["spool", "Spool", "SpoolCore", "SpoolBenchmarks", "SpoolTestSupport"]),
 
         // MARK: - Test support
 

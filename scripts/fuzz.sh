@@ -33,7 +33,8 @@ fi
 
 out=.build/fuzz
 mkdir -p "$out/artifacts"
-flags=(-swift-version 6 -parse-as-library -O -g -sanitize=fuzzer,address -enable-testing -I "$out")
+flags=(-swift-version 6 -parse-as-library -O -g -sanitize=fuzzer,address -enable-testing -I "$out"
+       -package-name Spool)  # one package: SpoolDecoding uses SpoolCore's package API (Locked)
 cmodules=()
 for m in Sources/C*/; do [ -f "$m/module.modulemap" ] && cmodules+=(-I "$m"); done
 ccflags=()

@@ -2,7 +2,6 @@ import CAllocationCounter
 import Foundation
 import SpoolCore
 import Testing
-@testable import SpoolBufferQueue
 @testable import SpoolResampling
 @testable import SpoolBenchmarks
 import SpoolTestSupport
