@@ -502,7 +502,7 @@ public final class BufferQueue: Sendable {
             try checkUsable(s)
             s.volume = volume
         }
-        slot.volumeRampFrames.store(Int(rampSeconds * engine.format.sampleRate), ordering: .relaxed)
+        slot.volumeRampFrames.store(Int(saturating: rampSeconds * engine.format.sampleRate), ordering: .relaxed)
         slot.volumeBits.store(volume.bitPattern, ordering: .releasing)
     }
 

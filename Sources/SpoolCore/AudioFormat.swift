@@ -33,8 +33,10 @@ public struct AudioFormat: Hashable, Sendable, CustomStringConvertible {
     /// Seconds that `frames` frames last at this rate.
     public func seconds(forFrames frames: Int) -> Double { Double(frames) / sampleRate }
 
-    /// Whole frames that last `seconds` at this rate, rounded to the nearest frame.
-    public func frames(forSeconds seconds: Double) -> Int { Int((seconds * sampleRate).rounded()) }
+    /// Whole frames that last `seconds` at this rate, rounded to the nearest frame. Saturating:
+    /// a time beyond ±2^62 frames (about 3 million years at 48 kHz, and every infinity) gives
+    /// ±2^62, NaN gives 0, so that a caller's clamp to the audio's end can follow; nothing traps.
+    public func frames(forSeconds seconds: Double) -> Int { Int(saturating: (seconds * sampleRate).rounded()) }
 
     public var description: String {
         let rate = sampleRate == sampleRate.rounded() ? "\(Int(sampleRate))" : "\(sampleRate)"

@@ -13,7 +13,7 @@ public enum HostTime {
     }
 
     /// Nanoseconds in `seconds`.
-    public static func nanoseconds(_ seconds: Double) -> UInt64 { UInt64(max(0, seconds * 1e9).rounded()) }
+    public static func nanoseconds(_ seconds: Double) -> UInt64 { UInt64(max(0, Int(saturating: (seconds * 1e9).rounded()))) }
 
     /// Seconds from `start` to `end` (negative when `end` is earlier).
     public static func seconds(from start: UInt64, to end: UInt64) -> Double {

@@ -76,6 +76,11 @@ extension OfflineRendering {
             throw AudioError(.invalidParameter, "\(renderName): cannot render \(seconds) seconds")
         }
         let frames = format.frames(forSeconds: seconds)
+        let most = WAVFileWriter.maximumDataBytes / (4 * format.channelCount)
+        guard frames <= most else {
+            throw AudioError(.invalidParameter, "\(renderName): cannot render \(seconds) seconds to a WAV file, which holds "
+                             + "at most \(format.seconds(forFrames: most)) seconds (4 GiB) of \(format)")
+        }
         let writer = try WAVFileWriter(path: path, format: format)
         try render(frames: frames, to: writer)
         try writer.finish()

@@ -54,7 +54,7 @@ struct SourceParameters: Sendable {
             ramp = nil
             volume = target
         } else {
-            ramp = Ramp(from: volume, to: target, start: clock, duration: Int64(rampSeconds * 1e9))
+            ramp = Ramp(from: volume, to: target, start: clock, duration: Int64(saturating: rampSeconds * 1e9))
             advance(clock: clock, lookahead: lookahead)
         }
     }

@@ -70,3 +70,23 @@ struct PCMBufferTests {
         #expect(!reference.isAlive)
     }
 }
+
+@Suite("Seconds to frames and nanoseconds: saturating")
+struct SaturatingTimeTests {
+    @Test func framesForSecondsSaturatesAndNaNIsZero() throws {
+        let format = try AudioFormat(sampleRate: 48_000, channelCount: 2)
+        #expect(format.frames(forSeconds: 1.5) == 72_000)
+        #expect(format.frames(forSeconds: 1e300) == Int.saturationLimit)
+        #expect(format.frames(forSeconds: .infinity) == Int.saturationLimit)
+        #expect(format.frames(forSeconds: -1e300) == -Int.saturationLimit)
+        #expect(format.frames(forSeconds: -.infinity) == -Int.saturationLimit)
+        #expect(format.frames(forSeconds: .nan) == 0)
+    }
+
+    @Test func hostTimeNanosecondsSaturatesAndNeverGoesBelowZero() {
+        #expect(HostTime.nanoseconds(1.5) == 1_500_000_000)
+        #expect(HostTime.nanoseconds(1e300) == UInt64(Int.saturationLimit))
+        #expect(HostTime.nanoseconds(-1e300) == 0)
+        #expect(HostTime.nanoseconds(.nan) == 0)
+    }
+}

@@ -296,7 +296,7 @@ public final class AudioPlayer: Sendable {
         guard time.isFinite, time >= 0 else {
             throw AudioError(.invalidParameter, "play(atTime:) needs a time on the device clock, not \(time)")
         }
-        try start(atHostTime: UInt64((time * 1e9).rounded()))
+        try start(atHostTime: HostTime.nanoseconds(time))
     }
 
     private func start(atHostTime hostTime: UInt64?) throws {

@@ -299,8 +299,8 @@ public final class Playlist: Sendable {
     /// - Throws: `.outOfRange` for an index outside `items`; `.invalidParameter` for a
     ///   negative or non-finite time.
     public func setStartTime(_ time: TimeInterval, forItemAt index: Int) throws {
-        guard time.isFinite, (0...1e9).contains(time) else {
-            throw AudioError(.invalidParameter, "a start time must be 0 or more seconds, not \(time)")
+        guard time.isFinite, time >= 0 else {
+            throw AudioError(.invalidParameter, "a start time must be a finite number of seconds, 0 or more, not \(time)")
         }
         try source.plan.withLock { p in
             guard p.insertion.indices.contains(index) else {
