@@ -246,3 +246,38 @@ struct PlaylistTests {
         #expect(playlist.passages.map(\.framesPlayed) == [prefix.frameCount, 1_000])
     }
 }
+
+/// A playlist's event streams end when it goes, as a player's do.
+@Suite("Playlist events end with the playlist")
+struct PlaylistEventStreamTests {
+    @Test(arguments: Backend.allCases)
+    func aStreamOfEventsFinishesOnceThePlaylistIsReleased(_ kind: Backend) async throws {
+        let rig = try Rig(kind)
+        var playlist: Playlist? = try Playlist(
+            items: [.buffer(try sine(440, frames: 4_800, format: stereo48))], backend: rig.backend)
+        let events = try #require(playlist).events
+        let names = Locked<[String]>([])
+        let seen = Task {
+            for await event in events { names.withLock { $0.append("\(event)") } }
+        }
+        try playlist?.play()
+        _ = try rig.render(until: { playlist?.player.state == .stopped }, limit: 48_000)
+        let heard = ContinuousClock.now + .seconds(5)
+        while !names.withLock({ $0.contains("finished") }), ContinuousClock.now < heard {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        #expect(names.withLock { $0.last } == "finished", "\(names.withLock { $0 })")
+        weak let gone = playlist
+        playlist = nil
+        #expect(gone == nil, "nothing else holds the playlist")
+        // The stream ends: the loop above returns.
+        let ended = await withTaskGroup(of: Bool.self) { group in
+            group.addTask { await seen.value; return true }
+            group.addTask { try? await Task.sleep(for: .seconds(5)); return false }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first
+        }
+        #expect(ended, "the stream did not end within 5 s of the playlist going")
+    }
+}

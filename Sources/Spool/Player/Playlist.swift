@@ -90,6 +90,13 @@ public final class Playlist: Sendable {
         source.onChange { [weak self] in self?.report(finished: false) }
     }
 
+    // Every stream of its events ends when it goes, after the events already sent (on the
+    // event queue, so that none is lost): a `for await` over `events` then returns.
+    deinit {
+        let continuations = listeners.withLock { l in defer { l.removeAll() }; return Array(l.values) }
+        player.eventQueue.async { for continuation in continuations { continuation.finish() } }
+    }
+
     // MARK: Transport
 
     /// Plays, or resumes. The corresponding Apple call is `play()`.
@@ -363,7 +370,7 @@ public final class Playlist: Sendable {
 
     // MARK: Events
 
-    /// A new stream of this playlist's events, from now on.
+    /// A new stream of this playlist's events, from now on. It ends when the playlist goes.
     public var events: AsyncStream<PlaylistEvent> {
         let (stream, continuation) = AsyncStream<PlaylistEvent>.makeStream(bufferingPolicy: .bufferingNewest(64))
         let id = reported.withLock { r -> Int in
