@@ -127,10 +127,39 @@ struct AudioPlayerTests {
         var received: [String] = []
         for await event in stream {
             received.append("\(event)")
+            if case .finishedPlaying = event { break }
+        }
+        #expect(received == ["state: stopped", "finished playing (successfully: true)"])
+        #expect(log.events == ["finished(true)"])
+    }
+
+    /// A stream taken after the player finished begins with its state, so a loop over it
+    /// learns at once that the end already came, instead of waiting for ever.
+    @Test(arguments: Backend.allCases)
+    func aStreamTakenLateBeginsWithTheStateThePlayerIsIn(_ kind: Backend) async throws {
+        let rig = try Rig(kind)
+        let (player, log) = try makePlayer(rig, identityBuffer(0..<2_400))
+        try player.play()
+        let playing = player.events
+        _ = try rig.render(until: { player.state == .stopped }, limit: 48_000)
+        #expect(log.events == ["finished(true)"])
+        let late = player.events
+        var first: AudioPlayerEvent?
+        for await event in late {
+            first = event
             break
         }
-        #expect(received == ["finished playing (successfully: true)"])
-        #expect(log.events == ["finished(true)"])
+        guard case .state(.stopped)? = first else {
+            Issue.record("the late stream began with \(first.map { "\($0)" } ?? "nothing")")
+            return
+        }
+        for await event in playing {
+            guard case .state(.playing) = event else {
+                Issue.record("a stream taken while playing began with \(event)")
+                return
+            }
+            break
+        }
     }
 
     // MARK: Transport

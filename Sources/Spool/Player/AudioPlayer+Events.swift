@@ -15,9 +15,15 @@ public enum AudioPlayerEvent: Sendable, CustomStringConvertible {
     /// The back-end took the voice away (its device closed or was lost, or a voice of higher
     /// priority took its source). `finishedPlaying(successfully: false)` follows.
     case outputLost(AudioError)
+    /// Where the player's transport was when the stream was made: the first event of every
+    /// stream (only there), so that a stream taken after the player finished, or paused, can
+    /// tell at once rather than wait for an event that already happened. The delegate never
+    /// receives it.
+    case state(AudioPlayer.State)
 
     public var description: String {
         switch self {
+        case .state(let state): "state: \(state)"
         case .finishedPlaying(let successfully): "finished playing (successfully: \(successfully))"
         case .decodeError(let error): "decode error: \(error.message)"
         case .outputLost(let error): "output lost: \(error.message)"
@@ -52,10 +58,14 @@ struct PlayerListeners: @unchecked Sendable {
 }
 
 extension AudioPlayer {
-    /// A new stream of this player's events, from now on, in the order the delegate receives
-    /// them. Each access makes a stream of its own; it ends when the player goes.
+    /// A new stream of this player's events: first `.state(_:)`, the transport as it is now,
+    /// then every event from now on, in the order the delegate receives them. Each access
+    /// makes a stream of its own. It ends when the player goes, not when it finishes playing
+    /// (a finished player can play again): a loop that waits for the end breaks out of it at
+    /// `.finishedPlaying`, or at a first `.state(.stopped)`.
     public var events: AsyncStream<AudioPlayerEvent> {
         let (stream, continuation) = AsyncStream<AudioPlayerEvent>.makeStream(bufferingPolicy: .bufferingNewest(64))
+        continuation.yield(.state(state))
         let id = listeners.withLock { l -> Int in
             l.nextStream += 1
             l.continuations[l.nextStream] = continuation
@@ -76,6 +86,7 @@ extension AudioPlayer {
                 case .finishedPlaying(let successfully): delegate?.audioPlayerDidFinishPlaying(self, successfully: successfully)
                 case .decodeError(let error): delegate?.audioPlayerDecodeErrorDidOccur(self, error: error)
                 case .outputLost(let error): delegate?.audioPlayerOutputDidEnd(self, error: error)
+                case .state: break
                 }
                 for continuation in continuations { continuation.yield(event) }
             }
