@@ -8,9 +8,33 @@ enum InfoCommand {
         usage: spool info [--json] FILE...
 
         Prints, for each file: container, codec, sample rate, channels, exact frames,
-        duration, bit rate, VBR or CBR, and tags. --json prints a JSON array instead.
+        duration, bit rate, VBR or CBR, and tags. --json prints a JSON array instead, with
+        an entry {"file", "error": {"code", "message"}} for a file that cannot be read.
         Exit status 1 when any file cannot be read (the others are still printed).
         """
+
+    /// A file that cannot be read, in the JSON output: its path and the error.
+    struct Failure: Encodable {
+        struct Reason: Encodable {
+            let code: String
+            let message: String
+        }
+        let file: String
+        let error: Reason
+    }
+
+    /// One entry of the JSON array: a file's facts, or why it cannot be read.
+    enum Entry: Encodable {
+        case report(Report)
+        case failure(Failure)
+
+        func encode(to encoder: any Encoder) throws {
+            switch self {
+            case .report(let report): try report.encode(to: encoder)
+            case .failure(let failure): try failure.encode(to: encoder)
+            }
+        }
+    }
 
     struct Report: Encodable {
         let file: String
@@ -32,28 +56,29 @@ enum InfoCommand {
         let args = try Arguments(words, valued: [], switches: ["json", "help"])
         if args.has("help") { print(help); return }
         guard !args.operands.isEmpty else { throw UsageError("info needs at least one FILE") }
-        var reports: [Report] = []
+        var entries: [Entry] = []
         var failure: AudioError?
         for path in args.operands {
             do {
                 let decoder = try DecoderRegistry.shared.open(path: path)
                 let info = decoder.info
-                reports.append(Report(
+                entries.append(.report(Report(
                     file: path, container: info.container, codec: info.codec,
                     sampleRate: decoder.format.sampleRate, channels: decoder.format.channelCount,
                     frames: decoder.frameCount, framesExact: decoder.isFrameCountExact, duration: decoder.duration, bitRate: info.bitRate,
-                    isVBR: info.isVBR, tags: info.tags.fields, warnings: decoder.warnings.map(\.description)))
+                    isVBR: info.isVBR, tags: info.tags.fields, warnings: decoder.warnings.map(\.description))))
             } catch let error as AudioError {
                 printError("spool: \(error.message)")
+                entries.append(.failure(Failure(file: path, error: .init(code: "\(error.code)", message: error.message))))
                 failure = error
             }
         }
         if args.has("json") {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-            print(String(decoding: try encoder.encode(reports), as: UTF8.self))
+            print(String(decoding: try encoder.encode(entries), as: UTF8.self))
         } else {
-            for report in reports { print(text(report)) }
+            for case .report(let report) in entries { print(text(report)) }
         }
         if let failure { throw ExitFailure(failure) }
     }
@@ -68,8 +93,9 @@ enum InfoCommand {
             "  duration    \(String(format: "%.3f", r.duration)) s",
             "  bit rate    \(r.bitRate / 1000) kbit/s \(r.isVBR ? "VBR" : "CBR")",
         ]
+        // Tag names are printed whole: a name longer than the column pushes its value along.
         for (key, value) in r.tags.sorted(by: { $0.key < $1.key }) {
-            lines.append("  \(key.padding(toLength: 11, withPad: " ", startingAt: 0)) \(value)")
+            lines.append("  \(key.padding(toLength: max(11, key.count), withPad: " ", startingAt: 0)) \(value)")
         }
         for warning in r.warnings { lines.append("  warning     \(warning)") }
         return lines.joined(separator: "\n")
