@@ -31,6 +31,18 @@ struct SoundBankTests {
         #expect(report.failures.map(\.name) == ["broken.mp3", "noise.ogg"])
         #expect(report.failures.allSatisfy { $0.error.code == .unsupportedFormat || $0.error.code == .corruptData })
         #expect(bank.names == ["chime.flac", "click.ogg", "click.wav"], "the text file is not tried")
+        // A file that did not load, asked for by name: refused with why, not as unknown.
+        for name in ["broken", "broken.mp3"] {
+            do {
+                try bank.play(named: name)
+                Issue.record("'\(name)' played")
+            } catch let error as AudioError {
+                let failure = try #require(report.failures.first { $0.name == "broken.mp3" }).error
+                #expect(error.code == failure.code)
+                #expect(error.message.contains("'\(name)' (broken.mp3) did not load") && error.message.contains(failure.message),
+                        "\(error.message)")
+            }
+        }
 
         // By name, without the extension: the chime plays, converted to the output.
         let chime = try bank.play(named: "chime")

@@ -25,6 +25,9 @@ public final class SoundBank: Sendable {
     /// Where the sounds play.
     public let effects: SoundEffects
     private let sounds = Locked<[String: SystemSound]>([:])
+    /// Why the files that did not load failed, by file name: asked for by name, such a sound
+    /// is refused with the reason, not as unknown.
+    private let failures = Locked<[String: AudioError]>([:])
 
     /// Makes an empty bank.
     ///
@@ -73,8 +76,11 @@ public final class SoundBank: Sendable {
             switch all[index] {
             case .success(let sound)?:
                 sounds.withLock { $0[file.lastPathComponent] = sound }
+                _ = failures.withLock { $0.removeValue(forKey: file.lastPathComponent) }
                 report.loaded.append(file.lastPathComponent)
-            case .failure(let error)?: report.failures.append((file.lastPathComponent, error))
+            case .failure(let error)?:
+                failures.withLock { $0[file.lastPathComponent] = error }
+                report.failures.append((file.lastPathComponent, error))
             case nil: break
             }
         }
@@ -87,8 +93,13 @@ public final class SoundBank: Sendable {
     /// - Throws: The decoder's error.
     @discardableResult
     public func preload(_ url: URL) throws -> SystemSound {
-        let sound = try SystemSound(contentsOf: url, effects: effects)
+        let sound: SystemSound
+        do { sound = try SystemSound(contentsOf: url, effects: effects) } catch let error as AudioError {
+            failures.withLock { $0[url.lastPathComponent] = error }
+            throw error
+        }
         sounds.withLock { $0[url.lastPathComponent] = sound }
+        _ = failures.withLock { $0.removeValue(forKey: url.lastPathComponent) }
         return sound
     }
 
@@ -111,10 +122,17 @@ public final class SoundBank: Sendable {
     /// The sound of a name.
     ///
     /// - Parameter name: Its file name, with or without the extension.
-    /// - Throws: `.fileNotFound` for an unknown name, with the nearest names loaded;
+    /// - Throws: For a file that failed to load, its error's code, with a message that says
+    ///   so and why; `.fileNotFound` for an unknown name, with the nearest names loaded;
     ///   `.invalidParameter` when the name without extension fits several files.
     public func sound(named name: String) throws -> SystemSound {
-        try sounds.withLock { sounds in
+        let failed = failures.withLock { f in
+            (try? SoundNames.resolve(name, among: Array(f.keys), what: "sound bank")).flatMap { key in f[key].map { (key, $0) } }
+        }
+        return try sounds.withLock { sounds in
+            if let (file, error) = failed, sounds[file] == nil {
+                throw AudioError(error.code, "the sound '\(name)' (\(file)) did not load: \(error.message)", underlying: error)
+            }
             let key = try SoundNames.resolve(name, among: Array(sounds.keys), what: "sound bank")
             guard let sound = sounds[key] else { throw AudioError(.fileNotFound, "no sound named '\(name)'") }
             return sound
