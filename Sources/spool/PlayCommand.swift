@@ -19,7 +19,8 @@ enum PlayCommand {
                           with a one-line notice, where none can be opened
         --output null     a clock-paced device that plays to nowhere
         --output wav:PATH renders offline, as fast as the CPU allows, to a WAV file
-        --device-rate HZ  the output's rate (default: the first file's)
+        --device-rate HZ  the output's rate (default: the highest of the files' rates, so that
+                          none plays below its own)
         --buffer-frames and --buffers set the output device's period size and count.
         --volume X        0...1            --pan X   -1 (left)...1 (right)
         --rate X          speed, 0.5...2; --time-stretch keeps the pitch (the default, as
@@ -56,8 +57,10 @@ enum PlayCommand {
         for path in options.paths where access(path, R_OK) != 0 {
             throw AudioError(.fileNotFound, "\(path): cannot open: \(String(cString: strerror(errno)))")
         }
-        // Without --device-rate the device runs at the first file's rate: no conversion for it.
-        // Files before the first that opens are reported once, here, and not tried again.
+        // Without --device-rate the device runs at the highest rate among the files: none is
+        // resampled down, and a single file (or files of one rate) plays unconverted. Files
+        // before the first that opens are reported once, here, and not tried again; a later
+        // file that does not open is left to the playlist, which reports it when it comes.
         var configuration = options.configuration
         var first = 0
         var failure: AudioError?
@@ -73,6 +76,10 @@ enum PlayCommand {
                 }
             }
             if let failure, first == options.paths.count { throw ExitFailure(failure) }
+            for path in options.paths.dropFirst(first + 1) {
+                guard let rate = try? DecoderRegistry.shared.open(path: path).format.sampleRate else { continue }
+                configuration.sampleRate = max(configuration.sampleRate ?? rate, rate)
+            }
         }
         if let failure = try play(options, configuration: configuration, first: first, failure: failure) {
             throw ExitFailure(failure)

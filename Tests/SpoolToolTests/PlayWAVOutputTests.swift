@@ -144,6 +144,23 @@ struct PlayWAVOutputTests {
         #expect(lines.filter { $0.hasPrefix("spool: played ") }.count == 2, "a summary per file: \(lines)")
     }
 
+    /// Without --device-rate the output runs at the highest rate among the files: a 22.05 kHz
+    /// file then a 48 kHz one play at 48 kHz, the second unconverted (it was resampled down to
+    /// the first file's rate).
+    @Test func theOutputRunsAtTheHighestRateAmongTheFiles() throws {
+        let first = Tool.fixture("flac-22050-mono-s16.flac"), second = Tool.fixture("wav-48000-stereo-f32.wav")
+        let output = try AudioFormat(sampleRate: 48_000, channelCount: 2)
+        let a = try DecoderRegistry.shared.open(path: first).decodeAll().converted(to: output)
+        let b = try DecoderRegistry.shared.open(path: second).decodeAll()
+        let rendered = try render([first, second])
+        #expect(rendered.result.status == 0, "\(rendered.result.stderr)")
+        #expect(rendered.buffer.format.sampleRate == 48_000, "\(rendered.buffer.format)")
+        #expect(rendered.buffer.frameCount == a.frameCount + b.frameCount, "\(rendered.buffer.frameCount) frames")
+        guard rendered.buffer.frameCount == a.frameCount + b.frameCount else { return }
+        expectMatch(rendered.buffer, frames: a.frameCount..<(a.frameCount + b.frameCount), b, 0..<b.frameCount,
+                    "the 48 kHz file, as it is")
+    }
+
     @Test func startAndLoopsApplyToEveryFileOfTheList() throws {
         let first = Tool.fixture("wav-48000-stereo-f32.wav"), second = Tool.fixture("wav-48000-stereo-s24.wav")
         let a = try DecoderRegistry.shared.open(path: first).decodeAll()
