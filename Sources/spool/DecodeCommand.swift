@@ -13,6 +13,8 @@ enum DecodeCommand {
         Decodes FILE to Float32 PCM. PATH ending in .wav gets a WAV file (IEEE float);
         any other PATH, or - for standard output, gets raw interleaved float32 little-endian.
         Warnings (a truncated file, skipped corrupt bytes) go to standard error.
+        Exit status 1 when the file is damaged (every frame that decodes is still written,
+        under a header true to it) or cannot be read; as 'spool play'.
         """
 
     static func run(_ words: [String]) throws {
@@ -63,6 +65,10 @@ enum DecodeCommand {
                              underlying: error.underlying)
         }
         try sink.finish()
+        // Damage is a failure, whatever was played past: the warnings have said what it is.
+        if let damage = decoder.warnings.first {
+            throw ExitFailure(AudioError(.corruptData, "\(path): \(damage)"))
+        }
     }
 }
 

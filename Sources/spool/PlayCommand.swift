@@ -35,6 +35,8 @@ enum PlayCommand {
           t time-stretch/varispeed   l loop on/off   n/p next/previous file   q quit
         Elsewhere (a pipe, a log) it prints a line when a file starts, at each quarter of it,
         and when it ends: "spool: played N frames in S s, U underruns".
+        Exit status 1 when a file is damaged (every frame that decodes still plays, and the
+        damage is reported) or cannot be read; as 'spool decode'.
         """
 
     struct Options {

@@ -129,11 +129,19 @@ struct ToolTests {
         #expect(result.stderr.contains("past the end"))
     }
 
-    @Test func decodeWarnsAboutTruncation() throws {
-        let result = try Tool.run(["decode", Tool.fixture("broken/truncated.wav"), "--output", "-"])
-        #expect(result.status == 0)
+    /// One rule for decode and play: a damaged file writes (or plays) every frame that
+    /// decodes, warns, and exits with status 1.
+    @Test func decodeWarnsAboutTruncationWritesThePrefixAndExitsWithStatus1() throws {
+        let path = Tool.fixture("broken/truncated.wav")
+        let result = try Tool.run(["decode", path, "--output", "-"])
+        #expect(result.status == 1)
         #expect(result.stderr.contains("warning: data ends early at byte"))
-        #expect(result.stdout.count > 0)
+        let decodable = try DecoderRegistry.shared.open(path: path).decodeAll()
+        #expect(result.stdout.count == decodable.samples.count * 4, "every frame that decodes")
+        let played = try Tool.run(["play", path, "--output", "null", "--quiet"])
+        #expect(played.status == result.status, "play and decode agree")
+        let clean = try Tool.run(["decode", Tool.fixture("wav-8000-mono-ulaw.wav"), "--output", "-"])
+        #expect(clean.status == 0 && clean.stderr.isEmpty, "\(clean.stderr)")
     }
 }
 
