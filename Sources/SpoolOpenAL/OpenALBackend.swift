@@ -1,4 +1,5 @@
 import SpoolCore
+import SpoolOutput
 
 /// The OpenAL back-end behind Spool's `PlaybackBackend` seam: each voice is an
 /// `OpenALStreamingSource` on one `OpenALDevice`, so everything written against the seam
@@ -55,6 +56,38 @@ public final class OpenALBackend: PlaybackBackend {
         } catch let error as AudioError where error.code == .deviceUnavailable && fallbackToNull {
             let backend = try OpenALBackend(.null(configuration ?? OutputConfiguration(sampleRate: 48_000)))
             return (backend, "no audio device could be opened (\(error.message)); playing to the null device")
+        }
+    }
+
+    /// Opens `target` and makes a back-end over it: the same call, with the same defaults and
+    /// the same result, as `BufferQueueBackend.open(_:configuration:)`, so a program chooses
+    /// its back-end by type alone. `.default` is the system's default OpenAL device (the
+    /// sound server, through OpenAL Soft's own driver) and falls back to Spool's null device,
+    /// clock-paced like the device asked for, where none opens, and says so; `.null` is that
+    /// null device; `.offline` a loopback device, rendered on demand (`device.render`).
+    /// - Parameters:
+    ///   - target: The output to open.
+    ///   - configuration: Rate (`nil`: the device's own, 48 kHz for the null and loopback
+    ///     devices), period size and count; the OpenAL back-end mixes stereo.
+    /// - Returns: The back-end, and a one-line notice for the user when the output is not the
+    ///   one asked for (`nil` otherwise).
+    /// - Throws: `.unsupported` for an ALSA device (OpenAL Soft plays through its own drivers;
+    ///   `OpenALDevice.availableDeviceNames()` lists its devices, opened with
+    ///   `init(_:configuration:)` and `.named`); as `init(_:configuration:)` otherwise.
+    public static func open(_ target: OutputTarget = .default, configuration: OutputConfiguration = OutputConfiguration())
+        throws -> (backend: OpenALBackend, notice: String?) {
+        var clocked = configuration
+        clocked.sampleRate = configuration.sampleRate ?? 48_000
+        switch target {
+        case .default:
+            return try open(.systemDefault, configuration: configuration, fallbackToNull: true)
+        case .null:
+            return (try OpenALBackend(.null(clocked)), nil)
+        case .offline:
+            return (try OpenALBackend(.loopback(clocked)), nil)
+        case .alsa(let name):
+            throw AudioError(.unsupported, "openal: plays through OpenAL Soft's own drivers, not the ALSA device \(name); "
+                             + "its devices are OpenALDevice.availableDeviceNames(), opened as .named")
         }
     }
 

@@ -17,9 +17,9 @@ enum OpenALPlaybackOutput {
         var notice: String?
         switch output {
         case "null":
-            backend = try OpenALBackend(.null(configuration))
+            backend = try OpenALBackend.open(.null, configuration: configuration).backend
         case "default":
-            (backend, notice) = try OpenALBackend.open(.systemDefault, configuration: configuration, fallbackToNull: true)
+            (backend, notice) = try OpenALBackend.open(.default, configuration: configuration)
         default:
             guard output.hasPrefix("alsa:") || output.hasPrefix("openal:") else {
                 throw UsageError("--output is default, null, openal:NAME or wav:PATH for the OpenAL back-end, not '\(output)'")

@@ -3,6 +3,7 @@ import SpoolCore
 import SpoolOutput
 import Testing
 @testable import SpoolOpenAL
+import SpoolBufferQueue
 import SpoolTestSupport
 
 /// Where no device opens, the library itself offers the null device, and says so; and it
@@ -40,6 +41,23 @@ struct FallbackTests {
         let (backend, notice) = try OpenALBackend.open(.null(configuration), fallbackToNull: true)
         defer { backend.device.close() }
         #expect(notice == nil)
+    }
+
+    /// `open(_:configuration:)` takes what `BufferQueueBackend.open` takes and gives what it
+    /// gives: the same targets, defaults and result.
+    @Test func bothBackEndsOpenTheSameTargetsTheSameWay() throws {
+        let (null, nullNotice) = try OpenALBackend.open(.null, configuration: configuration)
+        defer { null.device.close() }
+        #expect(null.device.name == "null" && nullNotice == nil)
+        #expect(null.device.periodCount == 3 && null.outputFormat.sampleRate == 48_000)
+        let (queue, queueNotice) = try BufferQueueBackend.open(.null, configuration: configuration)
+        #expect(queue.outputFormat == null.outputFormat && queueNotice == nil)
+        let (offline, _) = try OpenALBackend.open(.offline)
+        defer { offline.device.close() }
+        #expect(offline.device.rendersOnDemand && offline.outputFormat.sampleRate == 48_000)
+        let (queueOffline, _) = try BufferQueueBackend.open(.offline)
+        #expect(queueOffline.outputFormat == offline.outputFormat)
+        expectError(.unsupported) { try OpenALBackend.open(.alsa("hw:0,0")) }
     }
 
     @Test func everyListedDeviceOpens() throws {
