@@ -5,3 +5,4 @@
 @_exported import SpoolOutput
 @_exported import SpoolBufferQueue
 @_exported import SpoolOpenAL
+@_exported import SpoolResampling
