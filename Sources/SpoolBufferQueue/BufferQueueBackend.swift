@@ -37,6 +37,9 @@ public final class BufferQueueBackend: PlaybackBackend {
 
     public var outputFormat: AudioFormat { engine.format }
 
+    /// The engine's device when it is an `OfflineDevice` (`open(.offline)`), nil otherwise.
+    public var offlineRenderer: (any OfflineRendering & Sendable)? { engine.device as? OfflineDevice }
+
     public var outputLatency: Double {
         Double(engine.device.periodFrames * engine.device.periodCount) / engine.format.sampleRate
     }

@@ -28,6 +28,12 @@ public protocol PlaybackBackend: AnyObject, Sendable {
     /// at `quality` rather than at the back-end's own level.
     func makeVoice(format: AudioFormat, quality: ResamplingQuality) throws -> any PlaybackVoice
 
+    /// What renders the back-end's output on demand when it plays offline (an offline device,
+    /// OpenAL's loopback device): render it to hear what its voices play, as fast as the CPU
+    /// allows; nil for an output that plays in real time. The corresponding Apple call is
+    /// `AudioQueueOfflineRender`.
+    var offlineRenderer: (any OfflineRendering & Sendable)? { get }
+
     // The optional capability of shared buffers (SharedBuffers.swift): the defaults there
     // answer that the back-end has none.
 
@@ -51,6 +57,9 @@ public protocol PlaybackBackend: AnyObject, Sendable {
 }
 
 extension PlaybackBackend {
+    /// A back-end that plays in real time only has no offline renderer.
+    public var offlineRenderer: (any OfflineRendering & Sendable)? { nil }
+
     /// A back-end with one way of converting: every level is that one.
     public func makeVoice(format: AudioFormat, quality: ResamplingQuality) throws -> any PlaybackVoice {
         try makeVoice(format: format)

@@ -91,6 +91,9 @@ public final class OpenALBackend: PlaybackBackend {
         }
     }
 
+    /// The loopback device (`open(.offline)`), nil for a device that mixes in real time.
+    public var offlineRenderer: (any OfflineRendering & Sendable)? { device.rendersOnDemand ? device : nil }
+
     /// Stereo at the device's rate.
     public var outputFormat: AudioFormat { device.format }
 
