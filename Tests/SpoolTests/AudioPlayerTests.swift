@@ -492,7 +492,7 @@ struct AudioPlayerTests {
 
 /// Collects a player's events, as short names, in the order the delegate receives them.
 final class PlayerEventLog: AudioPlayerDelegate, Sendable {
-    private let names = Locked<[String]>([])
+    let names = Locked<[String]>([])
     let queue: DispatchQueue
 
     init(queue: DispatchQueue) { self.queue = queue }

@@ -48,6 +48,33 @@ extension AudioPlayerDelegate {
     public func audioPlayerOutputDidEnd(_ player: AudioPlayer, error: AudioError) {}
 }
 
+/// How a player's and a playlist's events reach their event queue. In real time, after the
+/// fact (`async`): the voice's callback thread never waits for a program's handler. Offline,
+/// within the render call in which they happen (`sync`, or at once when the render call runs
+/// on the event queue itself), as `AudioQueueOfflineRender` calls back: a loop that renders
+/// until `finishedPlaying` stops at the render call that played the last frame, every time.
+enum EventDelivery {
+    /// Tells a queue apart: set on every event queue, so that a delivery knows when it is
+    /// already running on it (a `sync` there would never return).
+    private final class Marker: Sendable {}
+    private static let key = DispatchSpecificKey<Marker>()
+
+    /// Marks `queue` as an event queue (once; a queue shared by several players keeps one mark).
+    static func mark(_ queue: DispatchQueue) {
+        if queue.getSpecific(key: key) == nil { queue.setSpecific(key: key, value: Marker()) }
+    }
+
+    /// Runs `body` on `queue`: later in real time, before returning offline.
+    static func run(on queue: DispatchQueue, offline: Bool, _ body: @escaping @Sendable () -> Void) {
+        guard offline else { return queue.async(execute: body) }
+        if let mark = queue.getSpecific(key: key), DispatchQueue.getSpecific(key: key) === mark {
+            body()
+        } else {
+            queue.sync(execute: body)
+        }
+    }
+}
+
 /// The player's delegate, held weakly, and its event streams' continuations.
 struct PlayerListeners: @unchecked Sendable {
     // Sendable: kept in the player's `listeners` lock; the delegate is only called on the
@@ -79,7 +106,7 @@ extension AudioPlayer {
 
     /// Delivers `events`, in order, on the event queue: to the delegate, then to every stream.
     func deliver(_ events: [AudioPlayerEvent]) {
-        eventQueue.async { [self] in
+        EventDelivery.run(on: eventQueue, offline: backend.offlineRenderer != nil) { [self] in
             let (delegate, continuations) = listeners.withLock { ($0.delegate, Array($0.continuations.values)) }
             for event in events {
                 switch event {

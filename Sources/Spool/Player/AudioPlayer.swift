@@ -202,6 +202,7 @@ public final class AudioPlayer: Sendable {
         self.data = data
         self.backend = backend
         self.eventQueue = eventQueue ?? DispatchQueue(label: "spool.player.events")
+        EventDelivery.mark(self.eventQueue)
         stream = PlayerStream(source, numberOfLoops: 0, makeStage: Self.makeTimeStretch)
         control = Locked(Control())
     }

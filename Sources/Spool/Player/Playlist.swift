@@ -398,7 +398,7 @@ public final class Playlist: Sendable {
             }
         }
         let continuations = listeners.withLock { Array($0.values) }
-        player.eventQueue.async {
+        EventDelivery.run(on: player.eventQueue, offline: player.backend.offlineRenderer != nil) {
             for event in events { for continuation in continuations { continuation.yield(event) } }
         }
     }
