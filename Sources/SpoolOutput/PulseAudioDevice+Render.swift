@@ -1,0 +1,93 @@
+internal import CPulse
+import SpoolCore
+
+extension PulseAudioStream {
+    /// Main loop thread (the stream's write callback, and once at start): renders whole
+    /// periods into the server's own buffer while it has room for one.
+    ///
+    /// Each period is rendered in place into memory `pa_stream_begin_write` lends from
+    /// libpulse's shared-memory pool and handed back with `pa_stream_write` (no copy, no
+    /// free callback), so the render path calls libpulse, the renderer and atomics only: no
+    /// lock but the main loop's own, which libpulse holds around the callback, and no
+    /// allocation. `pa_stream_write` from a buffer of Spool's own copies it into a block from
+    /// the same pool instead, which is also allocation-free but one copy more.
+    func fill() {
+        guard running.load(ordering: .acquiring), let renderer, let stream else { return }
+        let periodBytes = periodFrames * frameBytes
+        let nanosecondsPerMicrosecond: UInt64 = 1_000
+        // pa_stream_writable_size answers (size_t)-1, which is -1 here, on failure.
+        var room = pulse.streamWritableSize(stream)
+        while room >= periodBytes {
+            var data: UnsafeMutableRawPointer?
+            var bytes = periodBytes
+            guard pulse.streamBeginWrite(stream, &data, &bytes) == 0, let data, bytes >= frameBytes else { return }
+            // The pool's blocks are 64 KiB: a period of more (8 channels, 2048 frames) comes in parts.
+            let frames = min(periodFrames, bytes / frameBytes)
+            // The interpolated latency: how long until a frame written now is heard, the
+            // sink's own latency included. Before the first timing update there is none;
+            // then what the stream buffer holds is the best guess.
+            var latency: pa_usec_t = 0
+            var negative: Int32 = 0
+            let now = HostTime.now()
+            let heard: UInt64
+            if pulse.streamGetLatency(stream, &latency, &negative) == 0 {
+                heard = negative != 0 ? now : now &+ latency &* nanosecondsPerMicrosecond
+            } else {
+                let buffered = max(0, Int(granted.tlength) - room) / frameBytes
+                heard = now &+ UInt64((Double(buffered) * 1e9 / format.sampleRate).rounded())
+            }
+            renderer.render(into: data.assumingMemoryBound(to: Float.self), frames: frames,
+                            timestamp: RenderTimestamp(sampleTime: sampleTime, hostTime: heard))
+            guard pulse.streamWrite(stream, data, frames * frameBytes, nil, 0, PA_SEEK_RELATIVE) == 0 else {
+                _ = pulse.streamCancelWrite(stream)
+                return
+            }
+            sampleTime += Int64(frames)
+            room -= frames * frameBytes
+        }
+    }
+
+    /// Caller's thread, main loop lock: hands `renderer` the stream, fills the server's buffer
+    /// on the main loop's thread (`pa_mainloop_api_once`), then uncorks.
+    func start(renderer: any AudioRenderer) throws {
+        if lost.load(ordering: .acquiring) { throw AudioError(.deviceLost, "\(name): the stream has failed") }
+        guard !running.load(ordering: .acquiring) else { throw AudioError(.invalidState, "\(name): already running") }
+        guard let api = pulse.mainloopAPI(mainloop) else { throw AudioError(.deviceLost, "\(name): no main loop API") }
+        self.renderer = renderer
+        sampleTime = 0
+        running.store(true, ordering: .releasing)
+        pulse.apiOnce(api, { _, userdata in
+            guard let userdata else { return }
+            let stream = Unmanaged<PulseAudioStream>.fromOpaque(userdata).takeUnretainedValue()
+            guard stream.running.load(ordering: .acquiring) else { return }  // stopped before it ran
+            _ = RenderPriority.requestRealTime()
+            stream.fill()
+            stream.cork(false)
+        }, Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    /// Caller's thread, main loop lock: the renderer is never called again once the lock is
+    /// released; corks the stream and drops what the server still holds.
+    func stop() {
+        running.store(false, ordering: .releasing)
+        renderer = nil
+        guard let stream, !lost.load(ordering: .acquiring) else { return }
+        cork(true)
+        if let operation = pulse.streamFlush(stream, nil, nil) { pulse.operationUnref(operation) }
+    }
+
+    /// Main loop lock: corks or uncorks the stream (`pa_stream_cork`), not waiting for the reply.
+    func cork(_ corked: Bool) {
+        guard let stream else { return }
+        if let operation = pulse.streamCork(stream, corked ? 1 : 0, nil, nil) { pulse.operationUnref(operation) }
+    }
+
+    /// Main loop lock: the interpolated latency in frames, 0 when there is none yet.
+    func latencyFrames() -> Int {
+        guard let stream, running.load(ordering: .acquiring) else { return 0 }
+        var latency: pa_usec_t = 0
+        var negative: Int32 = 0
+        guard pulse.streamGetLatency(stream, &latency, &negative) == 0, negative == 0 else { return 0 }
+        return Int((Double(latency) * 1e-6 * format.sampleRate).rounded())
+    }
+}
