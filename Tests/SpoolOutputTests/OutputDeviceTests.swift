@@ -367,10 +367,12 @@ struct OutputTargetTests {
         #expect(try OutputTarget(parsing: "null") == .null)
         #expect(try OutputTarget(parsing: "offline") == .offline)
         #expect(try OutputTarget(parsing: "alsa:hw:0,0") == .alsa("hw:0,0"))
-        for target in [OutputTarget.default, .null, .offline, .alsa("pulse")] {
+        #expect(try OutputTarget(parsing: "pulse") == .pulse(nil))
+        #expect(try OutputTarget(parsing: "pulse:alsa_output.usb") == .pulse("alsa_output.usb"))
+        for target in [OutputTarget.default, .null, .offline, .alsa("pulse"), .pulse(nil), .pulse("spool_sink")] {
             #expect(try OutputTarget(parsing: target.description) == target)
         }
-        for bad in ["", "alsa:", "wav:x.wav", "Default"] {
+        for bad in ["", "alsa:", "pulse:", "wav:x.wav", "Default"] {
             expectError(.invalidParameter) { _ = try OutputTarget(parsing: bad) }
         }
     }
