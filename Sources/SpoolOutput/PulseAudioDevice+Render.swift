@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 internal import CPulse
 import SpoolCore
 
@@ -14,7 +17,6 @@ extension PulseAudioStream {
     func fill() {
         guard running.load(ordering: .acquiring), let renderer, let stream else { return }
         let periodBytes = periodFrames * frameBytes
-        let nanosecondsPerMicrosecond: UInt64 = 1_000
         // pa_stream_writable_size answers (size_t)-1, which is -1 here, on failure.
         var room = pulse.streamWritableSize(stream)
         while room >= periodBytes {
@@ -23,18 +25,14 @@ extension PulseAudioStream {
             guard pulse.streamBeginWrite(stream, &data, &bytes) == 0, let data, bytes >= frameBytes else { return }
             // The pool's blocks are 64 KiB: a period of more (8 channels, 2048 frames) comes in parts.
             let frames = min(periodFrames, bytes / frameBytes)
-            // The interpolated latency: how long until a frame written now is heard, the
-            // sink's own latency included. Before the first timing update there is none;
-            // then what the stream buffer holds is the best guess.
-            var latency: pa_usec_t = 0
-            var negative: Int32 = 0
-            let now = HostTime.now()
+            // When a frame written now is heard: the latency from the last timing update, or
+            // before there is one what the stream's buffer holds (the sink's latency unknown).
             let heard: UInt64
-            if pulse.streamGetLatency(stream, &latency, &negative) == 0 {
-                heard = negative != 0 ? now : now &+ latency &* nanosecondsPerMicrosecond
+            if let latency = latencyNanoseconds() {
+                heard = HostTime.now() &+ latency
             } else {
                 let buffered = max(0, Int(granted.tlength) - room) / frameBytes
-                heard = now &+ UInt64((Double(buffered) * 1e9 / format.sampleRate).rounded())
+                heard = HostTime.now() &+ UInt64((Double(buffered) * 1e9 / format.sampleRate).rounded())
             }
             renderer.render(into: data.assumingMemoryBound(to: Float.self), frames: frames,
                             timestamp: RenderTimestamp(sampleTime: sampleTime, hostTime: heard))
@@ -82,12 +80,40 @@ extension PulseAudioStream {
         if let operation = pulse.streamCork(stream, corked ? 1 : 0, nil, nil) { pulse.operationUnref(operation) }
     }
 
-    /// Main loop lock: the interpolated latency in frames, 0 when there is none yet.
+    /// Main loop lock: how long until a frame written now is heard, in nanoseconds, from the
+    /// last timing update (`pa_stream_get_timing_info`); nil before there is one, or while the
+    /// write index is unknown (after a flush).
+    ///
+    /// What the stream holds (write index less read index), plus what the sink holds
+    /// (`sink_usec`), less the time since the server measured both (`timestamp`, its wall
+    /// clock). libpulse's own interpolation (`PA_STREAM_INTERPOLATE_TIMING`) is not used: on a
+    /// sink that has rendered ahead (an idle null sink holds 2 s) its smoothed play time runs
+    /// past the write index and `pa_stream_get_latency` answered 0 for seconds.
+    func latencyNanoseconds() -> UInt64? {
+        guard let stream, let info = pulse.streamGetTimingInfo(stream)?.pointee, info.write_index_corrupt == 0,
+              info.read_index_corrupt == 0 else { return nil }
+        var now = timeval()
+        gettimeofday(&now, nil)
+        let elapsed = Double(now.tv_sec - info.timestamp.tv_sec) * 1e9 + Double(now.tv_usec - info.timestamp.tv_usec) * 1e3
+        let buffered = Double(info.write_index - info.read_index) / Double(frameBytes) / format.sampleRate * 1e9
+        let latency = buffered + Double(info.sink_usec) * 1e3 - elapsed
+        return latency > 0 ? UInt64(latency) : 0
+    }
+
+    /// Main loop lock: the latency in frames, 0 when stopped or before the first timing update.
     func latencyFrames() -> Int {
-        guard let stream, running.load(ordering: .acquiring) else { return 0 }
-        var latency: pa_usec_t = 0
-        var negative: Int32 = 0
-        guard pulse.streamGetLatency(stream, &latency, &negative) == 0, negative == 0 else { return 0 }
-        return Int((Double(latency) * 1e-6 * format.sampleRate).rounded())
+        guard running.load(ordering: .acquiring), let latency = latencyNanoseconds() else { return 0 }
+        return Int((Double(latency) * 1e-9 * format.sampleRate).rounded())
+    }
+
+    /// Any thread but the main loop's: asks the server for the stream's timing
+    /// (`pa_stream_update_timing_info`). libpulse allocates for each request (the reply's
+    /// time-out event); made here, on the device's timing queue, it keeps that off the
+    /// render path, where `PA_STREAM_AUTO_TIMING_UPDATE` would make it.
+    func requestTiming() {
+        withMainloopLock {
+            guard let stream, running.load(ordering: .acquiring), !lost.load(ordering: .acquiring) else { return }
+            if let operation = pulse.streamUpdateTimingInfo(stream, nil, nil) { pulse.operationUnref(operation) }
+        }
     }
 }

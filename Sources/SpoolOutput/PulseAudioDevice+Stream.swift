@@ -2,6 +2,7 @@
 import Glibc
 #endif
 internal import CPulse
+import Dispatch
 import Synchronization
 import SpoolCore
 
@@ -39,6 +40,9 @@ final class PulseAudioStream: @unchecked Sendable {
     let lost = Atomic<Bool>(false)
     /// Set by `close()`, so that the disconnection it makes is not reported as a loss.
     private let closing = Atomic<Bool>(false)
+    /// Asks for the stream's timing every 100 ms while it plays (`requestTiming`).
+    private let timingQueue: DispatchQueue
+    private var timingTimer: (any DispatchSourceTimer)?
 
     /// How the stream asks the server to size its buffer (`pa_stream_flags_t`).
     enum LatencyRequest: Sendable, CaseIterable {
@@ -66,6 +70,7 @@ final class PulseAudioStream: @unchecked Sendable {
         events = RenderThread.EventRelay(label: "spool.\(name).events") { status in
             AudioError(.deviceLost, "\(name): \(pulse.text(status))", underlying: pulse.status(status))
         }
+        timingQueue = DispatchQueue(label: "spool.\(name).timing")
         pulse.mainloopSetName(mainloop, "spool-pulse")
         guard pulse.mainloopStart(mainloop) >= 0 else {
             pulse.mainloopFree(mainloop)
@@ -77,6 +82,11 @@ final class PulseAudioStream: @unchecked Sendable {
             close()
             throw error
         }
+        let timer = DispatchSource.makeTimerSource(queue: timingQueue)
+        timer.schedule(deadline: .now(), repeating: .milliseconds(100), leeway: .milliseconds(10))
+        timer.setEventHandler { [weak self] in self?.requestTiming() }
+        timer.activate()
+        timingTimer = timer
     }
 
     /// Runs `body` with the main loop's lock held (`pa_threaded_mainloop_lock`); on the main
@@ -174,12 +184,21 @@ final class PulseAudioStream: @unchecked Sendable {
 
         let period = UInt32(request.periodFrames * frameBytes)
         let target = period * UInt32(request.periodCount)
+        // Measured on a null sink at 48 kHz (PulseAudioSoundServerTests prints them), tlength
+        // and minreq granted for 128×2, 256×2 and 1024×3: PA_STREAM_ADJUST_LATENCY 280/128,
+        // 536/256, 2560/1024 (prebuf cut to tlength − minreq + 1); PA_STREAM_EARLY_REQUESTS
+        // 384, 768, 3072 (small requests rounded up to three periods); neither flag 280, 536,
+        // 3072. ADJUST_LATENCY is used: the closest for small periods, 512 frames short of
+        // the request for 1024×3, and the one where tlength covers the sink's latency too
+        // (libpulse's documentation), so the latency heard stays within the request (37 ms
+        // for 1024×3). The timing is asked for by the timing queue, not
+        // PA_STREAM_AUTO_TIMING_UPDATE, whose requests allocate on the main loop's thread;
+        // PA_STREAM_INTERPOLATE_TIMING is not used (`latencyNanoseconds` says why).
         // prebuf one period short of tlength: after an underrun, playback resumes once the
         // buffer is full but for the period being rendered (a start fills it whole, corked).
         var attributes = pa_buffer_attr(maxlength: UInt32.max, tlength: target, prebuf: target - period, minreq: period,
                                         fragsize: UInt32.max)
-        var flags = PA_STREAM_INTERPOLATE_TIMING.rawValue | PA_STREAM_AUTO_TIMING_UPDATE.rawValue
-            | PA_STREAM_START_CORKED.rawValue
+        var flags = PA_STREAM_START_CORKED.rawValue
         switch latency {
         case .adjustLatency: flags |= PA_STREAM_ADJUST_LATENCY.rawValue
         case .earlyRequests: flags |= PA_STREAM_EARLY_REQUESTS.rawValue
@@ -241,6 +260,9 @@ final class PulseAudioStream: @unchecked Sendable {
     /// context, callbacks cleared first so that the disconnection calls none of them.
     func close() {
         guard !closing.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        // No timing request runs (or will run) once the queue has drained.
+        timingTimer?.cancel()
+        timingQueue.sync {}
         if pulse.mainloopInThread(mainloop) != 0 {
             // The main loop cannot join itself: leave it running and stop using it. Only a
             // renderer that drops the device's last reference from inside `render` gets here.

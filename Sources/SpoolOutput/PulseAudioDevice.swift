@@ -104,8 +104,9 @@ public final class PulseAudioDevice: OutputDevice {
     /// Underruns the server reported (`pa_stream_set_underflow_callback`).
     public var xrunCount: Int { stream.events.xrunCount }
 
-    /// How long until a frame written now is heard, in frames: the stream's interpolated
-    /// latency (`pa_stream_get_latency`), the sink's included; 0 when stopped.
+    /// How long until a frame written now is heard, in frames: what the stream and the sink
+    /// hold by the last timing update (`pa_stream_get_timing_info`, asked for every 100 ms),
+    /// less the time since; 0 when stopped.
     public var queuedFrames: Int { stream.withMainloopLock { stream.latencyFrames() } }
 
     /// The stream's index on the server (`pa_stream_get_index`): its `Sink Input #` in `pactl`.

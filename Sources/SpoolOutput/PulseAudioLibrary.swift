@@ -53,8 +53,9 @@ struct PulseAudioLibrary: @unchecked Sendable {
         -> Int32
     typealias StreamCork = @convention(c) (OpaquePointer?, Int32, pa_stream_success_cb_t?, UnsafeMutableRawPointer?)
         -> OpaquePointer?
-    typealias StreamFlush = @convention(c) (OpaquePointer?, pa_stream_success_cb_t?, UnsafeMutableRawPointer?) -> OpaquePointer?
+    typealias StreamOperation = @convention(c) (OpaquePointer?, pa_stream_success_cb_t?, UnsafeMutableRawPointer?) -> OpaquePointer?
     typealias StreamGetIndex = @convention(c) (OpaquePointer?) -> UInt32
+    typealias StreamGetTimingInfo = @convention(c) (OpaquePointer?) -> UnsafePointer<pa_timing_info>?
     typealias OperationUnref = @convention(c) (OpaquePointer?) -> Void
     typealias ChannelMapInit = @convention(c) (UnsafeMutablePointer<pa_channel_map>?, UInt32, pa_channel_map_def_t)
         -> UnsafeMutablePointer<pa_channel_map>?
@@ -90,7 +91,7 @@ struct PulseAudioLibrary: @unchecked Sendable {
     /// `pa_stream_new_with_proplist`, `_set_state_callback`, `_set_write_callback`,
     /// `_set_underflow_callback`, `_connect_playback`, `_disconnect`, `_unref`, `_get_state`,
     /// `_get_buffer_attr`, `_begin_write`, `_cancel_write`, `_write`, `_writable_size`,
-    /// `_get_latency`, `_cork`, `_flush`, `_get_index`.
+    /// `_get_latency`, `_cork`, `_flush`, `_get_index`, `_update_timing_info`, `_get_timing_info`.
     let streamNew: StreamNew
     let streamSetStateCallback: StreamSetNotify
     let streamSetWriteCallback: StreamSetRequest
@@ -106,8 +107,10 @@ struct PulseAudioLibrary: @unchecked Sendable {
     let streamWritableSize: StreamWritableSize
     let streamGetLatency: StreamGetLatency
     let streamCork: StreamCork
-    let streamFlush: StreamFlush
+    let streamFlush: StreamOperation
     let streamGetIndex: StreamGetIndex
+    let streamUpdateTimingInfo: StreamOperation
+    let streamGetTimingInfo: StreamGetTimingInfo
     /// `pa_operation_unref`.
     let operationUnref: OperationUnref
     /// `pa_channel_map_init_auto`.
@@ -177,6 +180,8 @@ struct PulseAudioLibrary: @unchecked Sendable {
                 streamCork: try function("pa_stream_cork"),
                 streamFlush: try function("pa_stream_flush"),
                 streamGetIndex: try function("pa_stream_get_index"),
+                streamUpdateTimingInfo: try function("pa_stream_update_timing_info"),
+                streamGetTimingInfo: try function("pa_stream_get_timing_info"),
                 operationUnref: try function("pa_operation_unref"),
                 channelMapInit: try function("pa_channel_map_init_auto"),
                 statusText: try function("pa_strerror")))
