@@ -13,7 +13,8 @@ extension PulseAudioStream {
     /// free callback), so the render path calls libpulse, the renderer and atomics only: no
     /// lock but the main loop's own, which libpulse holds around the callback, and no
     /// allocation. `pa_stream_write` from a buffer of Spool's own copies it into a block from
-    /// the same pool instead, which is also allocation-free but one copy more.
+    /// the same pool instead: measured allocation-free too (libpulse keeps its block and
+    /// queue-item structs on free lists), but one copy more.
     func fill() {
         guard running.load(ordering: .acquiring), let renderer, let stream else { return }
         let periodBytes = periodFrames * frameBytes

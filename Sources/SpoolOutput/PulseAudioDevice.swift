@@ -37,6 +37,8 @@ public final class PulseAudioDevice: OutputDevice {
         /// The least the server asks for at a time (`minreq`).
         public var minimumRequest: Int
 
+        /// The four figures with their C names, e.g. `tlength 2560, minreq 1024, prebuf 1537,
+        /// maxlength 524288 frames`.
         public var description: String {
             "tlength \(targetLength), minreq \(minimumRequest), prebuf \(prebuffer), maxlength \(maxLength) frames"
         }

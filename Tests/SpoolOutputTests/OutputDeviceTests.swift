@@ -386,13 +386,15 @@ struct OutputTargetTests {
         expectError(.deviceUnavailable) { _ = try OutputDeviceFactory.open(.alsa("spool_no_such_device"), configuration: configuration) }
         expectError(.invalidParameter) { _ = try OutputDeviceFactory.open(.default, configuration: OutputConfiguration(periodFrames: 1)) }
 
-        // `default` is ALSA where it opens, else the null device with a notice saying why.
+        // `default` is the PulseAudio server where one answers, else ALSA where it opens, else
+        // the null device with a notice saying why.
         let fallback = try OutputDeviceFactory.open(.default, configuration: configuration)
         if let notice = fallback.notice {
             #expect(fallback.device is NullDevice)
             #expect(notice.hasPrefix("no audio device could be opened (alsa:default: "))
         } else {
-            #expect(fallback.device is ALSADevice)
+            #expect(fallback.device is PulseAudioDevice || fallback.device is ALSADevice)
+            #expect((fallback.device is PulseAudioDevice) == SoundServer.isRunning)
         }
     }
 
