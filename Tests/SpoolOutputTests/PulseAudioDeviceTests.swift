@@ -208,6 +208,31 @@ struct PulseAudioSoundServerTests {
         expectError(.deviceLost) { try device.start(renderer: renderer) }
     }
 
+    @Test("A device dropped while it plays tears its stream down",
+          .enabled(if: enabled, "no PulseAudio server answers `pactl info`; start one with scripts/pulseaudio.sh"))
+    func droppedDeviceTearsDown() throws {
+        guard SoundServer.isRunning else {
+            Issue.record("CI must run a PulseAudio server (scripts/pulseaudio.sh)")
+            return
+        }
+        let sink = try PrivateNullSink()
+        let renderer = RecordingRenderer(channelCount: 2)
+        var index = -1
+        do {
+            let device = try PulseAudioDevice(sink: sink.name, configuration: Self.configuration(256, 2))
+            device.setEventHandler { _ in }
+            try device.start(renderer: renderer)
+            index = device.sinkInputIndex
+            Thread.sleep(forTimeInterval: 0.3)
+            #expect(try SinkInput.find(index: index) != nil)
+        }
+        // deinit stopped the main loop, then disconnected and freed the stream and the context.
+        let calls = renderer.recorded.count
+        Thread.sleep(forTimeInterval: 0.3)
+        #expect(renderer.recorded.count == calls, "the renderer was called after the device went")
+        #expect(try SinkInput.find(index: index) == nil, "sink input #\(index) outlived its device")
+    }
+
     @Test("No server at the address: .deviceUnavailable within 2 s",
           .enabled(if: enabled, "no PulseAudio server answers `pactl info`; start one with scripts/pulseaudio.sh"))
     func noServerIsUnavailable() {
