@@ -260,29 +260,39 @@ final class PulseAudioStream: @unchecked Sendable {
     /// context, callbacks cleared first so that the disconnection calls none of them.
     func close() {
         guard !closing.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        // No timing request runs (or will run) once the queue has drained.
         timingTimer?.cancel()
-        timingQueue.sync {}
         if pulse.mainloopInThread(mainloop) != 0 {
-            // The main loop cannot join itself: leave it running and stop using it. Only a
-            // renderer that drops the device's last reference from inside `render` gets here.
+            // The main loop cannot join itself (only a renderer that drops the device's last
+            // reference from inside `render` gets here): its thread is left running, holding
+            // the lock now; the stream and the context are disconnected with their callbacks
+            // cleared, so nothing calls back into this object, and are left to the process.
+            // A timing request waiting for the lock finds no stream and returns.
+            disconnect(freeing: false)
             return
         }
+        // No timing request runs (or will run) once the queue has drained.
+        timingQueue.sync {}
         pulse.mainloopStop(mainloop)
+        disconnect(freeing: true)
+        pulse.mainloopFree(mainloop)
+    }
+
+    /// Clears the callbacks, then disconnects the stream and the context, and frees them when
+    /// `freeing`.
+    private func disconnect(freeing: Bool) {
         if let stream {
             pulse.streamSetStateCallback(stream, nil, nil)
             pulse.streamSetWriteCallback(stream, nil, nil)
             pulse.streamSetUnderflowCallback(stream, nil, nil)
             _ = pulse.streamDisconnect(stream)
-            pulse.streamUnref(stream)
+            if freeing { pulse.streamUnref(stream) }
             self.stream = nil
         }
         if let context {
             pulse.contextSetStateCallback(context, nil, nil)
             pulse.contextDisconnect(context)
-            pulse.contextUnref(context)
+            if freeing { pulse.contextUnref(context) }
             self.context = nil
         }
-        pulse.mainloopFree(mainloop)
     }
 }
