@@ -49,6 +49,11 @@ let package = Package(
         .systemLibrary(
             name: "CPulseSimple", path: "Sources/CPulseSimple",
             providers: [.apt(["libpulse-dev"])]),
+        // libpulse's asynchronous API, for the native PulseAudio output device. Not linked, as
+        // CPulseSimple: SpoolOutput loads libpulse when a PulseAudio device is first opened.
+        .systemLibrary(
+            name: "CPulse", path: "Sources/CPulse",
+            providers: [.apt(["libpulse-dev"])]),
         // SoundTouch's C wrapper library: no pkg-config file names it (soundtouch.pc is the C++ one).
         .systemLibrary(
             name: "CSoundTouch", path: "Sources/CSoundTouch",
@@ -60,9 +65,9 @@ let package = Package(
         .target(name: "SpoolDecoding", dependencies: ["SpoolCore", "CMPG123", "CVorbisFile", "CSndFile", "COpusFile"]),
         // The rate converters both back-ends use, so that they convert alike.
         .target(name: "SpoolResampling", dependencies: ["SpoolCore", "CSoxr", "CSampleRate", "CSpeexDSP", "CSwresample", "CSoundTouch"]),
-        // The output devices both back-ends play through: ALSA, the clock-paced null device,
-        // the offline renderer, their render thread and the factory that picks one.
-        .target(name: "SpoolOutput", dependencies: ["SpoolCore", "CALSA", "CPulseSimple"]),
+        // The output devices both back-ends play through: ALSA, PulseAudio, the clock-paced
+        // null device, the offline renderer, their render thread and the factory that picks one.
+        .target(name: "SpoolOutput", dependencies: ["SpoolCore", "CALSA", "CPulse", "CPulseSimple"]),
         .target(name: "SpoolBufferQueue", dependencies: ["SpoolCore", "SpoolResampling", "SpoolOutput"]),
         .target(name: "SpoolOpenAL", dependencies: ["SpoolCore", "SpoolResampling", "SpoolOutput", "COpenAL"]),
         .target(name: "Spool",

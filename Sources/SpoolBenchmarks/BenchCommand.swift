@@ -14,7 +14,7 @@ package enum BenchCommand {
           cache [DIR] [--budget-mb N] [--repeat N] [--hits N] [--json PATH]
                 buffer cache on a folder (default Fixtures): cold load serial vs parallel,
                 hit latency p50/p99, bytes held against the budget (N MiB, default 64)
-          latency [--backends queue,openal] [--output null|default|alsa:NAME] [--buffer-frames LIST]
+          latency [--backends queue,openal] [--output null|default|pulse[:SINK]|alsa:NAME] [--buffer-frames LIST]
                   [--buffers LIST] [--device-rate HZ] [--starts N] [--seconds S] [--load] [--json PATH]
                   [--chart PATH.svg] [--acoustic]
                 start and output latency, refill turnaround and underruns of each back-end

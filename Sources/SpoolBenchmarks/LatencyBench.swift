@@ -7,7 +7,7 @@ import Spool
 /// period settings once per process.
 enum LatencyBench {
     static let help = """
-        usage: spool bench latency [--backends queue,openal] [--output null|default|alsa:NAME]
+        usage: spool bench latency [--backends queue,openal] [--output null|default|pulse[:SINK]|alsa:NAME]
                                    [--buffer-frames 128,256,512,1024] [--buffers 2,3,4] [--rate HZ]
                                    [--starts N] [--seconds S] [--load] [--no-reference]
                                    [--json PATH] [--chart PATH.svg] [--acoustic]
@@ -33,7 +33,11 @@ enum LatencyBench {
         let args = bench.arguments
         let backends = try bench.backends(allowed: ["queue", "openal"], defaults: ["queue", "openal"])
         let output = args.string("output") ?? "null"
-        _ = try parseOutput(output)
+        if case .pulse = try parseOutput(output), backends.contains("openal") {
+            // Said here, before any worker runs: OpenAL Soft plays to PulseAudio through its own driver.
+            throw UsageError("--output \(output) is the queue back-end's: give --backends queue, or --output default "
+                             + "for both (OpenAL Soft reaches PulseAudio through its own driver)")
+        }
         let frames = try list(args.string("buffer-frames") ?? "128,256,512,1024", name: "buffer-frames", range: 16...16_384)
         let periods = try list(args.string("buffers") ?? "2,3,4", name: "buffers", range: 2...16)
         let rate = try args.double("rate", in: 8_000...192_000) ?? 48_000

@@ -16,6 +16,10 @@ enum OpenALLatency {
             backend = try OpenALBackend(.systemDefault, configuration: reference ? nil : configuration)
         case .alsa(let name):
             backend = try OpenALBackend(.named(name), configuration: reference ? nil : configuration)
+        case .pulse:
+            // OpenAL Soft plays to PulseAudio through a driver of its own, which `default` picks.
+            throw UsageError("--output pulse is the queue back-end's; the OpenAL back-end reaches PulseAudio through "
+                             + "OpenAL Soft's own driver with --output default")
         }
         let bufferFrames = reference ? 4096 : periodFrames
         let probe = try OpenALLatencyProbe(backend: backend, bufferFrames: bufferFrames, bufferCount: 3,

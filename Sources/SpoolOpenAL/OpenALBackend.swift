@@ -71,7 +71,8 @@ public final class OpenALBackend: PlaybackBackend {
     ///     devices), period size and count; the OpenAL back-end mixes stereo.
     /// - Returns: The back-end, and a one-line notice for the user when the output is not the
     ///   one asked for (`nil` otherwise).
-    /// - Throws: `.unsupported` for an ALSA device (OpenAL Soft plays through its own drivers;
+    /// - Throws: `.unsupported` for an ALSA device or Spool's PulseAudio output (OpenAL Soft
+    ///   plays through its own drivers;
     ///   `OpenALDevice.availableDeviceNames()` lists its devices, opened with
     ///   `init(_:configuration:)` and `.named`); as `init(_:configuration:)` otherwise.
     public static func open(_ target: OutputTarget = .default, configuration: OutputConfiguration = OutputConfiguration())
@@ -88,6 +89,10 @@ public final class OpenALBackend: PlaybackBackend {
         case .alsa(let name):
             throw AudioError(.unsupported, "openal: plays through OpenAL Soft's own drivers, not the ALSA device \(name); "
                              + "its devices are OpenALDevice.availableDeviceNames(), opened as .named")
+        case .pulse:
+            throw AudioError(.unsupported, "openal: reaches the sound server through OpenAL Soft's own PulseAudio driver "
+                             + "(.default), not Spool's PulseAudio output; its devices, sinks included, are "
+                             + "OpenALDevice.availableDeviceNames(), opened as .named")
         }
     }
 

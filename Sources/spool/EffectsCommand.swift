@@ -5,7 +5,7 @@ import SpoolBenchmarks
 /// `spool effects DIR [NAME…]`: loads a folder of sounds and plays each in turn.
 enum EffectsCommand {
     static let help = """
-        usage: spool effects DIR [NAME...] [--backend queue|openal] [--output default|null|alsa:NAME]
+        usage: spool effects DIR [NAME...] [--backend queue|openal] [--output default|null|pulse[:SINK]|alsa:NAME]
                              [--device-rate HZ] [--buffer-frames N] [--buffers N]
 
         Loads every sound in DIR (MP3, Ogg, Opus, WAV, AIFF, CAF, FLAC) as a system sound,
@@ -22,7 +22,7 @@ enum EffectsCommand {
         let backendName = args.string("backend") ?? "queue"
         guard ["queue", "openal"].contains(backendName) else { throw UsageError("--backend is queue or openal") }
         let output = args.string("output") ?? "default"
-        guard !output.hasPrefix("wav:") else { throw UsageError("effects plays in real time: --output is default, null or alsa:NAME") }
+        guard !output.hasPrefix("wav:") else { throw UsageError("effects plays in real time: --output is default, null, pulse[:SINK] or alsa:NAME") }
         let configuration = OutputConfiguration(
             sampleRate: try args.double("device-rate", in: 8_000...192_000) ?? 48_000, channelCount: 2,
             periodFrames: try args.int("buffer-frames", in: 16...65_536) ?? 256,

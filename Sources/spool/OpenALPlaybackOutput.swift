@@ -20,6 +20,11 @@ enum OpenALPlaybackOutput {
             backend = try OpenALBackend.open(.null, configuration: configuration).backend
         case "default":
             (backend, notice) = try OpenALBackend.open(.default, configuration: configuration)
+        case _ where output == "pulse" || output.hasPrefix("pulse:"):
+            // OpenAL Soft plays to PulseAudio through a driver of its own, which `default` picks
+            // (and `openal:NAME` names a sink through).
+            throw UsageError("--output \(output) is the queue back-end's; the OpenAL back-end reaches PulseAudio "
+                             + "through OpenAL Soft's own driver: --output default or openal:NAME")
         default:
             guard output.hasPrefix("alsa:") || output.hasPrefix("openal:") else {
                 throw UsageError("--output is default, null, openal:NAME or wav:PATH for the OpenAL back-end, not '\(output)'")

@@ -3,21 +3,23 @@ import Glibc
 import Spool
 import SpoolBenchmarks
 
-/// `spool play FILE… [--backend queue|openal] [--output default|null|alsa:NAME|wav:PATH] …`:
+/// `spool play FILE… [--backend queue|openal] [--output default|null|pulse[:SINK]|alsa:NAME|wav:PATH] …`:
 /// plays files one after another, without a gap, through a `Playlist`, with a status display
 /// and keys on a terminal, plain progress lines elsewhere, or renders them offline to a WAV file.
 enum PlayCommand {
     static let help = """
-        usage: spool play FILE... [--backend queue|openal] [--output default|null|alsa:NAME|wav:PATH]
+        usage: spool play FILE... [--backend queue|openal] [--output default|null|pulse[:SINK]|alsa:NAME|wav:PATH]
                                   [--device-rate HZ] [--buffer-frames N] [--buffers N] [--volume X]
                                   [--pan X] [--rate X] [--time-stretch|--varispeed] [--loops N]
                                   [--start SECONDS] [--quiet]
 
         Plays each FILE in turn, without a gap between them (each converted to the output's
         rate and channels), through a back-end: the buffer queue (default) or OpenAL Soft.
-        --output default  the system's sound server or card; falls back to the null device,
-                          with a one-line notice, where none can be opened
+        --output default  the system's sound server or card (PulseAudio, then ALSA); falls
+                          back to the null device, with a one-line notice, where none opens
         --output null     a clock-paced device that plays to nowhere
+        --output pulse    the PulseAudio server, on its default sink or on SINK (pulse:SINK);
+                          the queue back-end only (OpenAL Soft has its own PulseAudio driver)
         --output wav:PATH renders offline, as fast as the CPU allows, to a WAV file
         --device-rate HZ  the output's rate (default: the highest of the files' rates, so that
                           none plays below its own)

@@ -29,7 +29,7 @@ struct PlaybackOutput {
             }
             let target: OutputTarget
             do { target = try OutputTarget(parsing: output) } catch is AudioError {
-                throw UsageError("--output is default, null, alsa:NAME or wav:PATH, not '\(output)'")
+                throw UsageError("--output is default, null, pulse, pulse:SINK, alsa:NAME or wav:PATH, not '\(output)'")
             }
             let (backend, notice) = try BufferQueueBackend.open(target, configuration: configuration)
             let device = backend.engine.device

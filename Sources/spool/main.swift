@@ -12,7 +12,7 @@ let usage = """
                                             PCM out: .wav → WAV float32, else raw float32 LE
       play FILE [--backend queue|openal] [--output default|null|wav:PATH] ...
                                             play a file, or render it offline to WAV
-      effects DIR [NAME...] [--backend queue|openal] [--output default|null|alsa:NAME]
+      effects DIR [NAME...] [--backend queue|openal] [--output default|null|pulse[:SINK]|alsa:NAME]
                                             load a folder of sounds, play each, time each trigger
       bench decode|cache|mix|latency|resample ...
                                             the benchmarks ('spool bench --help' lists them)

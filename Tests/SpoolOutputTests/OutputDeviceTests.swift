@@ -367,10 +367,12 @@ struct OutputTargetTests {
         #expect(try OutputTarget(parsing: "null") == .null)
         #expect(try OutputTarget(parsing: "offline") == .offline)
         #expect(try OutputTarget(parsing: "alsa:hw:0,0") == .alsa("hw:0,0"))
-        for target in [OutputTarget.default, .null, .offline, .alsa("pulse")] {
+        #expect(try OutputTarget(parsing: "pulse") == .pulse(nil))
+        #expect(try OutputTarget(parsing: "pulse:alsa_output.usb") == .pulse("alsa_output.usb"))
+        for target in [OutputTarget.default, .null, .offline, .alsa("pulse"), .pulse(nil), .pulse("spool_sink")] {
             #expect(try OutputTarget(parsing: target.description) == target)
         }
-        for bad in ["", "alsa:", "wav:x.wav", "Default"] {
+        for bad in ["", "alsa:", "pulse:", "wav:x.wav", "Default"] {
             expectError(.invalidParameter) { _ = try OutputTarget(parsing: bad) }
         }
     }
@@ -384,13 +386,15 @@ struct OutputTargetTests {
         expectError(.deviceUnavailable) { _ = try OutputDeviceFactory.open(.alsa("spool_no_such_device"), configuration: configuration) }
         expectError(.invalidParameter) { _ = try OutputDeviceFactory.open(.default, configuration: OutputConfiguration(periodFrames: 1)) }
 
-        // `default` is ALSA where it opens, else the null device with a notice saying why.
+        // `default` is the PulseAudio server where one answers, else ALSA where it opens, else
+        // the null device with a notice saying why.
         let fallback = try OutputDeviceFactory.open(.default, configuration: configuration)
         if let notice = fallback.notice {
             #expect(fallback.device is NullDevice)
             #expect(notice.hasPrefix("no audio device could be opened (alsa:default: "))
         } else {
-            #expect(fallback.device is ALSADevice)
+            #expect(fallback.device is PulseAudioDevice || fallback.device is ALSADevice)
+            #expect((fallback.device is PulseAudioDevice) == SoundServer.isRunning)
         }
     }
 
