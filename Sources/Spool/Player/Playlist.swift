@@ -398,9 +398,13 @@ public final class Playlist: Sendable {
             }
         }
         let continuations = listeners.withLock { Array($0.values) }
-        EventDelivery.run(on: player.eventQueue, offline: player.backend.offlineRenderer != nil) {
+        let yield: @Sendable () -> Void = {
             for event in events { for continuation in continuations { continuation.yield(event) } }
         }
+        // Offline the streams get the events here, within the render call (or the control
+        // call that primed the stream) in which they happened. A yield runs no user code, so
+        // this needs no hop to the event queue, which might wait on a lock the caller holds.
+        if player.backend.offlineRenderer != nil { yield() } else { player.eventQueue.async(execute: yield) }
     }
 
     /// Where the player is, read before the plan's lock is taken (the player's feeder takes
