@@ -145,6 +145,7 @@ enum OpenALLibrary {
     /// are listed, while an `alcOpenDevice` on another thread may be reading a name from it
     /// (AddressSanitizer caught the use after free with two tests opening devices at once).
     static func use<R>(_ body: () throws -> R) rethrows -> R {
+        OpenALLog.route()
         state.withLock { $0.started = true }
         return try deviceCalls.withLock { _ in try body() }
     }

@@ -24,6 +24,7 @@ final class ALSAPCM: @unchecked Sendable {
     /// - Throws: `AudioError.Code.deviceUnavailable`, `alsa:<name>: <snd_strerror text>`.
     init(name: String) throws {
         var pcm: OpaquePointer?
+        ALSALog.install()
         let result = snd_pcm_open(&pcm, name, SND_PCM_STREAM_PLAYBACK, 0)
         guard result >= 0, let pcm else {
             let status = ALSAStatus(result)

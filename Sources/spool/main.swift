@@ -23,6 +23,12 @@ let usage = """
 /// The subcommands, for the hint after a usage error.
 let commands: Set<String> = ["info", "decode", "play", "effects", "bench"]
 
+// The C libraries' own messages (libasound's errors, OpenAL Soft's log) are dropped unless
+// SPOOL_DIAGNOSTICS is set, when they are printed as Spool's lines.
+if ProcessInfo.processInfo.environment["SPOOL_DIAGNOSTICS"].map({ !$0.isEmpty }) == true {
+    Diagnostics.setLibraryMessageHandler { printError("spool: \($0)") }
+}
+
 var words = Array(CommandLine.arguments.dropFirst())
 guard let command = words.first else {
     printError(usage)

@@ -418,3 +418,17 @@ struct OutputTargetTests {
         #expect((fallback.notice != nil) == (fallback.backend.engine.device is NullDevice))
     }
 }
+
+/// libasound's error reports reach a program that asks, through `Diagnostics`, and never
+/// standard error.
+@Suite("ALSA's messages in Spool's diagnostics")
+struct ALSADiagnosticsTests {
+    @Test func aPCMThatDoesNotExistIsReportedToTheDiagnosticsHandler() throws {
+        let messages = Locked<[LibraryMessage]>([])
+        Diagnostics.setLibraryMessageHandler { message in messages.withLock { $0.append(message) } }
+        defer { Diagnostics.setLibraryMessageHandler(nil) }
+        #expect(throws: AudioError.self) { try ALSADevice(name: "spool_no_such_pcm", configuration: OutputConfiguration()) }
+        let seen = messages.withLock { $0 }
+        #expect(seen.contains { $0.library == "libasound" && $0.text.contains("spool_no_such_pcm") }, "\(seen)")
+    }
+}
