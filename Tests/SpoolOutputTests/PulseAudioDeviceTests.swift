@@ -163,20 +163,9 @@ struct PulseAudioSoundServerTests {
             return
         }
         let sink = try PrivateNullSink()
-        let device = try PulseAudioDevice(sink: sink.name, configuration: Self.configuration(256, 2))
-        let log = EventLog()
-        device.setEventHandler { log.record($0) }
         // The stream holds about 11 ms; a 200 ms stall in the write callback runs it dry. The
         // 30th call comes after the 2 s a new null sink renders ahead.
-        let renderer = StallingRenderer(stallAtCall: 30, stallSeconds: 0.2)
-        try device.start(renderer: renderer)
-        defer { device.stop() }
-        let xrun = log.wait(seconds: 6) { if case .xrun = $0 { true } else { false } }
-        print("underrun: xruns \(device.xrunCount), events \(log.events.map { "\($0.event)" }), still running \(device.isRunning)")
-        let event = try #require(xrun, "no xrun was reported after a 200 ms stall")
-        #expect(event.thread != renderer.renderThreadID)
-        #expect(device.xrunCount >= 1)
-        #expect(device.isRunning)
+        try expectAStallIsOneReportedUnderrun(on: PulseAudioDevice(sink: sink.name, configuration: Self.configuration(256, 2)))
     }
 
     @Test("A sink unloaded mid-play loses the device within 2 s, and stop() returns",

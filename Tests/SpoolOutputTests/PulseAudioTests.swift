@@ -246,20 +246,27 @@ struct PulseAudioTests {
             Issue.record("CI must run a PulseAudio server (scripts/pulseaudio.sh)")
             return
         }
-        let device = try ALSADevice(name: "default", configuration: OutputConfiguration(
-            sampleRate: 48_000, channelCount: 2, periodFrames: 256, periodCount: 3))
-        let log = EventLog()
-        device.setEventHandler { log.record($0) }
         // The device holds 16 ms; a 200 ms stall runs it dry.
-        let renderer = StallingRenderer(stallAtCall: 30, stallSeconds: 0.2)
-        try device.start(renderer: renderer)
-        defer { device.stop() }
-        // Generous: an idle null sink may not ask a new stream for data for a second or more.
-        let xrun = log.wait(seconds: 6) { if case .xrun = $0 { true } else { false } }
-        print("underrun: xruns \(device.xrunCount), events \(log.events.map { "\($0.event)" }), still running \(device.isRunning)")
-        let event = try #require(xrun, "no xrun was reported after a 200 ms stall")
-        #expect(event.thread != renderer.renderThreadID)
-        #expect(device.xrunCount >= 1)
-        #expect(device.isRunning)
+        try expectAStallIsOneReportedUnderrun(on: ALSADevice(name: "default", configuration: OutputConfiguration(
+            sampleRate: 48_000, channelCount: 2, periodFrames: 256, periodCount: 3)))
     }
+}
+
+/// Stalls `device`'s 30th render call for 200 ms, which runs a device of a few tens of
+/// milliseconds dry: the underrun is counted and reported as `.xrun` off the render thread,
+/// and the device plays on.
+func expectAStallIsOneReportedUnderrun(on device: any OutputDevice,
+                                       sourceLocation: SourceLocation = #_sourceLocation) throws {
+    let log = EventLog()
+    device.setEventHandler { log.record($0) }
+    let renderer = StallingRenderer(stallAtCall: 30, stallSeconds: 0.2)
+    try device.start(renderer: renderer)
+    defer { device.stop() }
+    // Generous: an idle null sink may not ask a new stream for data for a second or more.
+    let xrun = log.wait(seconds: 6) { if case .xrun = $0 { true } else { false } }
+    print("underrun: xruns \(device.xrunCount), events \(log.events.map { "\($0.event)" }), still running \(device.isRunning)")
+    let event = try #require(xrun, "no xrun was reported after a 200 ms stall", sourceLocation: sourceLocation)
+    #expect(event.thread != renderer.renderThreadID, sourceLocation: sourceLocation)
+    #expect(device.xrunCount >= 1, sourceLocation: sourceLocation)
+    #expect(device.isRunning, sourceLocation: sourceLocation)
 }
