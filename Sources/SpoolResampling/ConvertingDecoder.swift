@@ -114,7 +114,7 @@ package final class ConvertingDecoder: AudioDecoder {
 
     /// Moves to output frame `frame`: the source is sought to the frame that sounds there.
     package func seek(toFrame frame: Int) throws {
-        try inner.seek(toFrame: min(inner.frameCount, Int((Double(frame) / ratio).rounded())))
+        try inner.seek(toFrame: min(inner.frameCount, Int(saturating: (Double(frame) / ratio).rounded())))
         converter = ratio == 1 ? nil : try makeRateConverter(.soxrHQ, channelCount: format.channelCount, ratio: ratio)
         pending = 0
         pendingOffset = 0

@@ -85,6 +85,21 @@ struct ExtremeTimeTests {
                 "one item's tone, not two: \(sounding.count) sounding samples")
     }
 
+    /// An item converted down (96 kHz to the 48 kHz output) maps the huge start back to its
+    /// own rate, twice as many frames: that too is clamped, not trapped.
+    @Test(arguments: Backend.allCases)
+    func aHugeStartTimeOfAnItemConvertedDownIsSkippedToo(_ kind: Backend) throws {
+        let rig = try Rig(kind)
+        let high = try sine(440, frames: 9_600, format: AudioFormat(sampleRate: 96_000, channelCount: 2), amplitude: 0.4)
+        let playlist = try Playlist(items: [.buffer(high), .buffer(try Self.tone())], backend: rig.backend)
+        try playlist.setStartTime(1e300, forItemAt: 0)
+        try playlist.play()
+        let out = try rig.render(until: { playlist.player.state == .stopped }, limit: 48_000)
+        let sounding = out.indices.filter { abs(out[$0]) > 0.01 }
+        #expect(!sounding.isEmpty && (sounding.last! - sounding.first!) / 2 < 5_000,
+                "the second item's tone alone: \(sounding.count) sounding samples")
+    }
+
     @Test(arguments: Backend.allCases)
     func renderingSecondsToAWAVRefusesNoTimeAndMoreThanAWAVHolds(_ kind: Backend) throws {
         let rig = try Rig(kind)
