@@ -1,6 +1,7 @@
 import Foundation
 import SpoolCore
 import SpoolOutput
+import Testing
 
 /// The PulseAudio server the real-output tests play to: whether one answers, its streams,
 /// private null sinks, and a recorder for a sink's monitor. Shared by every test target that
@@ -18,6 +19,17 @@ public enum SoundServer {
     /// Whether the tests run in CI, where a missing server is a failure rather than a skip.
 
     public static var isCI: Bool { ProcessInfo.processInfo.environment["CI"].map { !$0.isEmpty } ?? false }
+
+    /// Whether a server answers; when none does (the test runs only in CI then, which must
+    /// start one), records the failure. A sound-server test begins with
+    /// `guard SoundServer.expectRunning() else { return }`.
+    public static func expectRunning(sourceLocation: SourceLocation = #_sourceLocation) -> Bool {
+        guard isRunning else {
+            Issue.record("CI must run a PulseAudio server (scripts/pulseaudio.sh)", sourceLocation: sourceLocation)
+            return false
+        }
+        return true
+    }
 
     /// Runs a tool found on `PATH` and waits for it.
     /// - Returns: Its exit status and standard output.

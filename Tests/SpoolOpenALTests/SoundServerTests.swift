@@ -21,10 +21,7 @@ struct SoundServerTests {
     @Test("A 1 kHz tone through OpenAL Soft's PulseAudio device reaches a null sink whole",
           .enabled(if: enabled, skipReason))
     func toneReachesTheNullSinkWhole() throws {
-        guard SoundServer.isRunning else {
-            Issue.record("CI must run a PulseAudio server (scripts/pulseaudio.sh)")
-            return
-        }
+        guard SoundServer.expectRunning() else { return }
         // A null sink of the test's own, opened by name, keeps other tests' sound out of the
         // recording. The recorder starts before anything plays: the monitor drops leading
         // silence after idling.
@@ -116,10 +113,7 @@ struct SoundServerTests {
     @Test("A 44.1 kHz tone paused and resumed on the sound server plays whole, with one gap: the pause's",
           .enabled(if: enabled, skipReason))
     func aPausedToneResumesWhole() throws {
-        guard SoundServer.isRunning else {
-            Issue.record("CI must run a PulseAudio server (scripts/pulseaudio.sh)")
-            return
-        }
+        guard SoundServer.expectRunning() else { return }
         let sink = try PrivateNullSink()
         let recorder = try MonitorRecorder(source: sink.monitor)
         let names = OpenALDevice.availableDeviceNames()
@@ -196,10 +190,7 @@ struct SoundServerTests {
 
     @Test("The default device opens and reports what it runs", .enabled(if: enabled, skipReason))
     func theDefaultDeviceReportsItsValues() throws {
-        guard SoundServer.isRunning else {
-            Issue.record("CI must run a PulseAudio server (scripts/pulseaudio.sh)")
-            return
-        }
+        guard SoundServer.expectRunning() else { return }
         let device = try OpenALDevice(.systemDefault)
         defer { device.close() }
         print("openal default: \(device.name), \(device.format), update \(device.updateFrames) frames "
@@ -214,10 +205,7 @@ struct SoundServerTests {
     @Test("Losing the sink stops the voices, reports it, and another device opens",
           .enabled(if: enabled, skipReason))
     func losingTheSinkIsReported() throws {
-        guard SoundServer.isRunning else {
-            Issue.record("CI must run a PulseAudio server (scripts/pulseaudio.sh)")
-            return
-        }
+        guard SoundServer.expectRunning() else { return }
         let sink = try PrivateNullSink()
         _ = OpenALDevice.availableDeviceNames()  // makes OpenAL Soft list the new sink
         let device = try OpenALDevice(.named(sink.name))
@@ -256,10 +244,7 @@ struct SoundServerTests {
             try Self.measure(periodFrames: periodFrames, periodCount: periodCount)
             return
         }
-        guard SoundServer.isRunning else {
-            Issue.record("CI must run a PulseAudio server (scripts/pulseaudio.sh)")
-            return
-        }
+        guard SoundServer.expectRunning() else { return }
         // OpenAL Soft reads its configuration once per process, and this one has long since
         // started it: run this test again in a process of its own.
         var (status, output) = try runInFreshProcess(

@@ -24,10 +24,7 @@ struct PulseAudioSoundServerTests {
           .enabled(if: enabled, "no PulseAudio server answers `pactl info`; start one with scripts/pulseaudio.sh"),
           arguments: [(256, 2), (1024, 3)])
     func toneReachesTheNullSinkWhenTheLatencySaid(periodFrames: Int, periodCount: Int) throws {
-        guard SoundServer.isRunning else {
-            Issue.record("CI must run a PulseAudio server (scripts/pulseaudio.sh)")
-            return
-        }
+        guard SoundServer.expectRunning() else { return }
         // The recorder starts 2 s ahead: the monitor drops leading silence after idling.
         let sink = try PrivateNullSink()
         let recorder = try MonitorRecorder(source: sink.monitor)
@@ -70,10 +67,7 @@ struct PulseAudioSoundServerTests {
           .enabled(if: enabled, "no PulseAudio server answers `pactl info`; start one with scripts/pulseaudio.sh"),
           arguments: [(128, 2), (256, 2), (1024, 3)])
     func grantedBufferIsWhatTheServerShows(periodFrames: Int, periodCount: Int) throws {
-        guard SoundServer.isRunning else {
-            Issue.record("CI must run a PulseAudio server (scripts/pulseaudio.sh)")
-            return
-        }
+        guard SoundServer.expectRunning() else { return }
         let sink = try PrivateNullSink()
         for latency in PulseAudioStream.LatencyRequest.allCases {
             let other = try PulseAudioDevice(sink: sink.name, server: nil, configuration: Self.configuration(periodFrames, periodCount),
@@ -116,10 +110,7 @@ struct PulseAudioSoundServerTests {
           .enabled(if: enabled, "no PulseAudio server answers `pactl info`; start one with scripts/pulseaudio.sh"),
           arguments: [(256, 2), (1024, 3)])
     func renderCallbackAllocatesNothing(periodFrames: Int, periodCount: Int) throws {
-        guard SoundServer.isRunning else {
-            Issue.record("CI must run a PulseAudio server (scripts/pulseaudio.sh)")
-            return
-        }
+        guard SoundServer.expectRunning() else { return }
         let sink = try PrivateNullSink()
         let device = try PulseAudioDevice(sink: sink.name, configuration: Self.configuration(periodFrames, periodCount))
         // 40 periods from the 60th: past the start, and over more than one of libpulse's timing updates.
@@ -158,10 +149,7 @@ struct PulseAudioSoundServerTests {
     @Test("An underrun is counted and reported off the main loop's thread, and play goes on",
           .enabled(if: enabled, "no PulseAudio server answers `pactl info`; start one with scripts/pulseaudio.sh"))
     func underrunIsReported() throws {
-        guard SoundServer.isRunning else {
-            Issue.record("CI must run a PulseAudio server (scripts/pulseaudio.sh)")
-            return
-        }
+        guard SoundServer.expectRunning() else { return }
         let sink = try PrivateNullSink()
         // The stream holds about 11 ms; a 200 ms stall in the write callback runs it dry. The
         // 30th call comes after the 2 s a new null sink renders ahead.
@@ -171,10 +159,7 @@ struct PulseAudioSoundServerTests {
     @Test("A sink unloaded mid-play loses the device within 2 s, and stop() returns",
           .enabled(if: enabled, "no PulseAudio server answers `pactl info`; start one with scripts/pulseaudio.sh"))
     func unloadedSinkLosesTheDevice() throws {
-        guard SoundServer.isRunning else {
-            Issue.record("CI must run a PulseAudio server (scripts/pulseaudio.sh)")
-            return
-        }
+        guard SoundServer.expectRunning() else { return }
         let sink = try PrivateNullSink()
         let device = try PulseAudioDevice(sink: sink.name, configuration: Self.configuration(256, 2))
         let log = EventLog()
@@ -200,10 +185,7 @@ struct PulseAudioSoundServerTests {
     @Test("A device dropped while it plays tears its stream down",
           .enabled(if: enabled, "no PulseAudio server answers `pactl info`; start one with scripts/pulseaudio.sh"))
     func droppedDeviceTearsDown() throws {
-        guard SoundServer.isRunning else {
-            Issue.record("CI must run a PulseAudio server (scripts/pulseaudio.sh)")
-            return
-        }
+        guard SoundServer.expectRunning() else { return }
         let sink = try PrivateNullSink()
         let renderer = RecordingRenderer(channelCount: 2)
         var index = -1

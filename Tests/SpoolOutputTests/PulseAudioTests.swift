@@ -98,10 +98,7 @@ struct PulseAudioTests {
     @Test("A 1 kHz tone through ALSA's PulseAudio plug-in reaches a null sink whole",
           .enabled(if: enabled, "no PulseAudio server answers `pactl info`; start one with scripts/pulseaudio.sh"))
     func toneReachesTheNullSink() throws {
-        guard SoundServer.isRunning else {
-            Issue.record("CI must run a PulseAudio server (scripts/pulseaudio.sh)")
-            return
-        }
+        guard SoundServer.expectRunning() else { return }
         // A null sink of the test's own keeps other streams on the server out of the recording.
         // The recorder starts 2 s ahead: the monitor drops leading silence after idling.
         let sink = try PrivateNullSink()
@@ -182,10 +179,7 @@ struct PulseAudioTests {
           .enabled(if: enabled, "no PulseAudio server answers `pactl info`; start one with scripts/pulseaudio.sh"),
           arguments: [(256, 2), (1024, 3)])
     func negotiatesAndRuns(periodFrames: Int, periodCount: Int) throws {
-        guard SoundServer.isRunning else {
-            Issue.record("CI must run a PulseAudio server (scripts/pulseaudio.sh)")
-            return
-        }
+        guard SoundServer.expectRunning() else { return }
         let device = try ALSADevice(name: "default", configuration: OutputConfiguration(
             sampleRate: 48_000, channelCount: 2, periodFrames: periodFrames, periodCount: periodCount))
         print("alsa:default for \(periodFrames)×\(periodCount) at 48 kHz: \(device.format), "
@@ -242,10 +236,7 @@ struct PulseAudioTests {
     @Test("An underrun on ALSA default is recovered and reported off the render thread",
           .enabled(if: enabled, "no PulseAudio server answers `pactl info`; start one with scripts/pulseaudio.sh"))
     func underrunIsRecovered() throws {
-        guard SoundServer.isRunning else {
-            Issue.record("CI must run a PulseAudio server (scripts/pulseaudio.sh)")
-            return
-        }
+        guard SoundServer.expectRunning() else { return }
         // The device holds 16 ms; a 200 ms stall runs it dry.
         try expectAStallIsOneReportedUnderrun(on: ALSADevice(name: "default", configuration: OutputConfiguration(
             sampleRate: 48_000, channelCount: 2, periodFrames: 256, periodCount: 3)))

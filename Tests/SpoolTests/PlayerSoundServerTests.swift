@@ -16,10 +16,7 @@ struct PlayerSoundServerTests {
           .enabled(if: enabled, "no PulseAudio server answers `pactl info`; start one with scripts/pulseaudio.sh"),
           arguments: Backend.allCases)
     func aPlayerPlaysAToneFileToTheNullSinkWhole(_ kind: Backend) throws {
-        guard SoundServer.isRunning else {
-            Issue.record("CI must run a PulseAudio server (scripts/pulseaudio.sh)")
-            return
-        }
+        guard SoundServer.expectRunning() else { return }
         // 2.5 s of silence first (an idle null sink asks a new stream for nothing for about a
         // second), then 1 s of 1 kHz at 44.1 kHz mono: the player converts it to the device.
         let format = try AudioFormat(sampleRate: 44_100, channelCount: 1)
@@ -56,10 +53,7 @@ struct PlayerSoundServerTests {
           .enabled(if: enabled, "no PulseAudio server answers `pactl info`; start one with scripts/pulseaudio.sh"),
           arguments: Backend.allCases)
     func aBurstOf32OverlappingEffectsPlaysWithNoDropout(_ kind: Backend) throws {
-        guard SoundServer.isRunning else {
-            Issue.record("CI must run a PulseAudio server (scripts/pulseaudio.sh)")
-            return
-        }
+        guard SoundServer.expectRunning() else { return }
         let sink = try PrivateNullSink()
         let recorder = try MonitorRecorder(source: sink.monitor)
         let backend = try Self.backend(kind, on: sink, periodFrames: 1024)
