@@ -286,11 +286,15 @@ public final class BufferQueue: Sendable {
                 slot.framesPlayed.store(0, ordering: .releasing)
             }
             slot.startHostTime.store(hostTime ?? 0, ordering: .releasing)
+            // Marked before the command is pushed: a rewind pass that sees the mark and not
+            // yet the command leaves the queue to the next period, as a start without one.
+            if engine.rewindsOnStart { slot.rewindPending.store(true, ordering: .releasing) }
             let command = push(.start, &s)
             if s.transport == .stopped { s.cycleStart = command }
             s.transport = .playing
         }
         applySent()
+        if slot.rewindPending.load(ordering: .acquiring) { engine.device.requestRewind() }
         reportRunning()
     }
 

@@ -13,7 +13,11 @@ import Synchronization
 /// rendering and control calls take turns under one gate and callbacks run right after each
 /// render call, on the caller's thread (or synchronously on the queue's `DispatchQueue`),
 /// as `AudioQueueOfflineRender` does.
-public final class QueueEngine: AudioRenderer, Sendable {
+///
+/// A queue that starts on a device that rewinds (`OutputDevice.rewindSupport`) is not queued
+/// behind the periods the device already holds: the device re-mixes them with the new queue
+/// added, from just past its play head (`startsBelowFloor`).
+public final class QueueEngine: RewindingRenderer, Sendable {
     /// The device the engine plays through.
     public let device: any OutputDevice
     /// The device's format: what every queue is converted to.
@@ -45,6 +49,26 @@ public final class QueueEngine: AudioRenderer, Sendable {
         set { defaultQuality.withLock { $0 = newValue } }
     }
     private let defaultQuality = Locked(ResamplingQuality.default)
+
+    /// Whether a queue that starts asks the device to rewind, so that it is heard within the
+    /// device's safety margin of the call rather than behind the periods already mixed (the
+    /// buffer floor). On by default; it has effect only on a device that rewinds
+    /// (`rewindSupport`). Audio already playing is not touched: the new queue is added to
+    /// what was mixed, and starts with its usual fade-in.
+    public var startsBelowFloor: Bool {
+        get { rewindOnStart.load(ordering: .relaxed) }
+        set { rewindOnStart.store(newValue, ordering: .relaxed) }
+    }
+    private let rewindOnStart = Atomic<Bool>(true)
+
+    /// Whether the device can rewind, and when not, why: starts then wait behind the periods
+    /// it holds.
+    public var rewindSupport: RewindSupport {
+        isRealTime ? device.rewindSupport : .unavailable("\(device.name) renders on demand: nothing is queued ahead")
+    }
+
+    /// Control side: whether a start should mark its queue for the device's next rewind.
+    var rewindsOnStart: Bool { startsBelowFloor && isRealTime && device.isRunning && device.rewindSupport.isAvailable }
 
     /// Makes an engine over `device`. The engine starts the device with `start()`.
     /// - Parameter device: ALSA, null or offline output.
@@ -131,6 +155,19 @@ public final class QueueEngine: AudioRenderer, Sendable {
         }
     }
 
+    public func renderStarts(into buffer: UnsafeMutablePointer<Float>, frames: Int, timestamp: RenderTimestamp) -> Bool {
+        guard isRealTime else { return false }
+        var added = false, due = false
+        slots.forEachActive { slot in
+            guard slot.rewindPending.exchange(false, ordering: .acquiringAndReleasing) else { return }
+            let result = slot.mixStarting(into: buffer, frames: frames, timestamp: timestamp)
+            if result.added { added = true }
+            if result.due { due = true }
+        }
+        if due { pump.wake() }
+        return added
+    }
+
     private func renderSlots(into buffer: UnsafeMutablePointer<Float>, frames: Int, timestamp: RenderTimestamp) -> Bool {
         buffer.update(repeating: 0, count: frames * device.format.channelCount)
         var due = false
@@ -145,7 +182,7 @@ public final class QueueEngine: AudioRenderer, Sendable {
 /// its `deinit`; the reference is weak all the same (a lock-free load, no allocation), so a
 /// render call that races the engine's release renders silence instead of touching freed
 /// memory: a test run once crashed on the null device's render thread retaining a freed engine.
-private final class UnownedRenderer: AudioRenderer, @unchecked Sendable {
+private final class UnownedRenderer: RewindingRenderer, @unchecked Sendable {
     // Sendable: the reference never changes but to nil; the engine is Sendable.
     weak let engine: QueueEngine?
     let channelCount: Int
@@ -161,6 +198,10 @@ private final class UnownedRenderer: AudioRenderer, @unchecked Sendable {
             return
         }
         engine.render(into: buffer, frames: frames, timestamp: timestamp)
+    }
+
+    func renderStarts(into buffer: UnsafeMutablePointer<Float>, frames: Int, timestamp: RenderTimestamp) -> Bool {
+        engine?.renderStarts(into: buffer, frames: frames, timestamp: timestamp) ?? false
     }
 }
 

@@ -68,6 +68,9 @@ final class QueueSlot: @unchecked Sendable {
     let commands = SPSCRing(capacity: 64)
     /// Commands the render side has carried out.
     let commandsDone = Atomic<Int>(0)
+    /// Set by a start that asked the device to rewind; the render thread's rewind pass
+    /// (`mixStarting`) clears it.
+    let rewindPending = Atomic<Bool>(false)
     let startHostTime = Atomic<UInt64>(0)
     let volumeBits = Atomic<UInt32>(Float(1).bitPattern)
     let volumeRampFrames = Atomic<Int>(0)
@@ -387,6 +390,22 @@ final class QueueSlot: @unchecked Sendable {
         }
         renderedTimeline.store(resampler.heardTime.bitPattern, ordering: .releasing)
         return due
+    }
+
+    /// Rewind pass: when the queue has not been playing and its commands start it, adds its
+    /// first `frames` frames into `output` (frames mixed before, not yet heard), fade-in and
+    /// scheduled start included; it carries on from there in the next `mix`. A queue already
+    /// playing is left alone: its start was carried out by a render before the rewind.
+    /// Returns whether anything was added, and whether callbacks are due.
+    func mixStarting(into output: UnsafeMutablePointer<Float>, frames: Int, timestamp: RenderTimestamp)
+        -> (added: Bool, due: Bool) {
+        switch state {
+        case .running, .draining, .pausing, .stopping: return (false, false)
+        case .stopped, .paused: break
+        }
+        let due = mix(into: output, frames: frames, timestamp: timestamp)
+        let now = state
+        return (now == .running || now == .draining, due)
     }
 
     /// Adds `frames` source frames into `output` straight from the queued buffers, with no

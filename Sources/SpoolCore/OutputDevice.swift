@@ -107,6 +107,15 @@ public protocol OutputDevice: AnyObject, Sendable {
     func stop()
     /// Sets what to call, off the render thread, when the device reports an event.
     func setEventHandler(_ handler: (@Sendable (OutputDeviceEvent) -> Void)?)
+    /// Whether the device can rewrite the frames it holds and has not played (see
+    /// `requestRewind()`).
+    var rewindSupport: RewindSupport { get }
+    /// Asks the device to have its renderer add what just started into the frames it holds
+    /// and has not played, as soon as it can (a renderer that is a `RewindingRenderer`), and
+    /// to write them again: the frames the hardware or the server has taken are never
+    /// rewritten. Any thread but the render thread; does nothing on a device that does not
+    /// rewind, or that is stopped.
+    func requestRewind()
 }
 
 extension OutputDevice {

@@ -10,6 +10,9 @@ import SpoolCore
 /// behind the (P−1)…P periods already queued. A render that comes too late for the virtual
 /// buffer counts as an xrun and refills the buffer, as a real device would.
 ///
+/// It always rewinds (`requestRewind()`): woken at once, it has its renderer add what just
+/// started into the frames not yet played, from 1 ms past the virtual play head on.
+///
 /// The closest Apple equivalent is an Audio Queue on a null output device.
 public final class NullDevice: OutputDevice {
     /// `null`.
@@ -24,6 +27,9 @@ public final class NullDevice: OutputDevice {
     private let thread = RenderThread.Slot(device: "null")
     private let clock: VirtualClock
     private let events: RenderThread.EventRelay
+    let rewind = RewindRequest()
+    /// Where the frames the virtual device plays are copied, when a test asks (`capture(frames:)`).
+    private let capture = Locked<OutputCapture?>(nil)
 
     /// The rate used when the configuration leaves it to the device.
     public static let defaultSampleRate = 48_000.0
@@ -62,6 +68,28 @@ public final class NullDevice: OutputDevice {
     /// Frames rendered and not yet played by the clock: what new audio waits behind.
     public var queuedFrames: Int { clock.queuedFrames(now: HostTime.now()) }
 
+    /// Always: the null device keeps every frame it has not played.
+    public var rewindSupport: RewindSupport { .available }
+
+    /// Wakes the render thread to re-mix the frames ahead of the play head (see the type's
+    /// description); nothing happens while stopped or when the renderer is no
+    /// `RewindingRenderer`.
+    public func requestRewind() { if isRunning { rewind.request() } }
+
+    /// Rewinds the render thread carried out, and requests that found nothing to rewrite.
+    public var rewindCounts: (performed: Int, declined: Int) {
+        (rewind.performed.load(ordering: .relaxed), rewind.declined.load(ordering: .relaxed))
+    }
+
+    /// From the next start on, copies the first `frames` frames the virtual device plays
+    /// (each once it has left the rewindable window, so rewound frames appear as played):
+    /// what the tests compare a rewind's output with.
+    package func capture(frames: Int) -> OutputCapture {
+        let target = OutputCapture(frames: frames, channelCount: format.channelCount)
+        capture.withLock { $0 = target }
+        return target
+    }
+
     /// Starts the clock and pulls from `renderer` on a real-time render thread.
     /// The corresponding Apple call is `AudioQueueStart`.
     /// - Parameter renderer: Asked for one period at a time.
@@ -70,7 +98,8 @@ public final class NullDevice: OutputDevice {
     public func start(renderer: any AudioRenderer) throws {
         try thread.start(name: "spool-null") {
             let loop = NullRenderLoop(format: format, periodFrames: periodFrames, periodCount: periodCount,
-                                      renderer: renderer, clock: clock, events: events, load: renderLoad)
+                                      renderer: renderer, clock: clock, events: events, load: renderLoad,
+                                      rewind: rewind, capture: capture.withLock { $0 })
             let startTime = HostTime.now()
             return { loop.run(on: $0, startTime: startTime) }
         }
@@ -109,25 +138,72 @@ final class VirtualClock: Sendable {
     }
 }
 
+/// The first frames a device played, copied as they leave its rewindable window: what the
+/// tests compare a rewind's output with. Written by the render thread into memory made
+/// beforehand; read once the device has stopped.
+package final class OutputCapture: @unchecked Sendable {
+    // Sendable: the render thread writes `samples` below `count`, then publishes `count`;
+    // readers read only below the count they load.
+    private let samples: UnsafeMutablePointer<Float>
+    private let capacity: Int
+    private let channelCount: Int
+    private let count = Atomic<Int>(0)
+
+    init(frames: Int, channelCount: Int) {
+        capacity = max(0, frames)
+        self.channelCount = channelCount
+        samples = .allocate(capacity: max(1, capacity * channelCount))
+    }
+
+    deinit { samples.deallocate() }
+
+    /// Render thread: copies what fits of `frames` more frames.
+    func record(_ source: UnsafePointer<Float>, frames: Int) {
+        let done = count.load(ordering: .relaxed)
+        let n = min(frames, capacity - done)
+        guard n > 0 else { return }
+        (samples + done * channelCount).update(from: source, count: n * channelCount)
+        count.store(done + n, ordering: .releasing)
+    }
+
+    /// The frames captured so far, interleaved.
+    package var frames: [Float] {
+        let n = count.load(ordering: .acquiring)
+        return Array(UnsafeBufferPointer(start: samples, count: n * channelCount))
+    }
+}
+
 /// The null device's render loop: everything it touches is made before the thread starts.
 private final class NullRenderLoop: Sendable {
     let format: AudioFormat
     let periodFrames: Int
     let periodCount: Int
     let renderer: any AudioRenderer
+    let rewinder: (any RewindingRenderer)?
     let clock: VirtualClock
     let events: RenderThread.EventRelay
     let load: RenderLoad
+    let rewind: RewindRequest
+    let capture: OutputCapture?
+    /// One period more than the virtual buffer: the period pushed out is one the play head has passed.
+    let history: RewindHistory
+    /// Frames past the play head a rewind leaves as they are: the time the re-mix takes.
+    let rewindMargin: Int
 
     init(format: AudioFormat, periodFrames: Int, periodCount: Int, renderer: any AudioRenderer,
-         clock: VirtualClock, events: RenderThread.EventRelay, load: RenderLoad) {
+         clock: VirtualClock, events: RenderThread.EventRelay, load: RenderLoad, rewind: RewindRequest, capture: OutputCapture?) {
         self.format = format
         self.periodFrames = periodFrames
         self.periodCount = periodCount
         self.renderer = renderer
+        rewinder = renderer as? any RewindingRenderer
         self.clock = clock
         self.events = events
         self.load = load
+        self.rewind = rewind
+        self.capture = capture
+        history = RewindHistory(capacity: (periodCount + 1) * periodFrames, channelCount: format.channelCount)
+        rewindMargin = max(1, Int((format.sampleRate * 0.001).rounded(.up)))
     }
 
     func run(on thread: RenderThread, startTime: UInt64) {
@@ -149,7 +225,18 @@ private final class NullRenderLoop: Sendable {
             if load.measure(periodNanoseconds: periodNanoseconds, {
                 renderer.render(into: buffer, frames: periodFrames, timestamp: timestamp)
             }) { overranSinceWake = true }
+            history.append(buffer, frames: periodFrames) { played, frames in capture?.record(played, frames: frames) }
             renderedFrames += Int64(periodFrames)
+        }
+        func rewindNow() {
+            guard rewind.take() else { return }
+            guard let rewinder else { return rewind.record(rewound: false) }
+            // The frame the virtual play head is on, and the first one left to rewrite.
+            let now = HostTime.now()
+            let elapsed = now > anchorTime ? Double(now - anchorTime) / nanosecondsPerFrame : 0
+            let from = anchorFrame + Int64(elapsed.rounded(.up)) + Int64(rewindMargin)
+            guard from < renderedFrames else { return rewind.record(rewound: false) }
+            rewind.record(rewound: history.remix(from: from, renderer: rewinder, hostTime: hostTime(ofFrame:)) != nil)
         }
         let period = Int64(periodFrames)
         let fill = Int64(periodCount)
@@ -160,8 +247,11 @@ private final class NullRenderLoop: Sendable {
                 renderPeriod()
             }
             clock.publish(drainTime: hostTime(ofFrame: renderedFrames))
-            // The next period is due once the play head has consumed one more period.
-            HostTime.sleep(until: hostTime(ofFrame: renderedFrames - (fill - 1) * period))
+            // The next period is due once the play head has consumed one more period; a rewind
+            // asked for meanwhile is done at once.
+            while rewind.sleep(until: hostTime(ofFrame: renderedFrames - (fill - 1) * period)), !thread.shouldStop {
+                rewindNow()
+            }
             let now = HostTime.now()
             if now >= hostTime(ofFrame: renderedFrames) {
                 // Woke after the virtual buffer ran dry: restart it from now, as a device does after an xrun.
