@@ -35,8 +35,9 @@ extension PulseAudioStream {
                 let buffered = max(0, Int(granted.tlength) - room) / frameBytes
                 heard = HostTime.now() &+ UInt64((Double(buffered) * 1e9 / format.sampleRate).rounded())
             }
-            renderer.render(into: data.assumingMemoryBound(to: Float.self), frames: frames,
-                            timestamp: RenderTimestamp(sampleTime: sampleTime, hostTime: heard))
+            let samples = data.assumingMemoryBound(to: Float.self)
+            renderer.render(into: samples, frames: frames, timestamp: RenderTimestamp(sampleTime: sampleTime, hostTime: heard))
+            history?.append(samples, frames: frames)
             guard pulse.streamWrite(stream, data, frames * frameBytes, nil, 0, PA_SEEK_RELATIVE) == 0 else {
                 _ = pulse.streamCancelWrite(stream)
                 return
@@ -53,6 +54,8 @@ extension PulseAudioStream {
         guard !running.load(ordering: .acquiring) else { throw AudioError(.invalidState, "\(name): already running") }
         guard let api = pulse.mainloopAPI(mainloop) else { throw AudioError(.deviceLost, "\(name): no main loop API") }
         self.renderer = renderer
+        rewinder = renderer as? any RewindingRenderer
+        history?.reset()
         sampleTime = 0
         running.store(true, ordering: .releasing)
         pulse.apiOnce(api, { _, userdata in
@@ -70,9 +73,66 @@ extension PulseAudioStream {
     func stop() {
         running.store(false, ordering: .releasing)
         renderer = nil
+        rewinder = nil
         guard let stream, !lost.load(ordering: .acquiring) else { return }
         cork(true)
         if let operation = pulse.streamFlush(stream, nil, nil) { pulse.operationUnref(operation) }
+    }
+
+    // MARK: Rewind
+
+    /// Frames past what the server will play next that a rewind leaves as they are: what the
+    /// sink may already have taken from the stream while the rewrite travels (2 ms).
+    var rewindMargin: Int { max(1, Int((format.sampleRate * 0.002).rounded(.up))) }
+
+    /// Main loop lock: makes the (disabled) event that runs `rewindNow` on the main loop's thread.
+    func makeRewindEvent() {
+        guard rewindEvent == nil, let api = pulse.mainloopAPI(mainloop), let make = api.pointee.defer_new else { return }
+        rewindEvent = make(api, { api, event, userdata in
+            if let api, let enable = api.pointee.defer_enable { enable(event, 0) }
+            guard let userdata else { return }
+            Unmanaged<PulseAudioStream>.fromOpaque(userdata).takeUnretainedValue().rewindNow()
+        }, Unmanaged.passUnretained(self).toOpaque())
+        if let rewindEvent, let enable = api.pointee.defer_enable { enable(rewindEvent, 0) }
+    }
+
+    /// Main loop lock (the main loop stopped, or on its thread): frees the rewind event.
+    func freeRewindEvent() {
+        guard let event = rewindEvent, let api = pulse.mainloopAPI(mainloop) else { return }
+        rewindEvent = nil
+        api.pointee.defer_free?(event)
+    }
+
+    /// Any thread but the main loop's: has the main loop's thread rewind at once.
+    func requestRewind() {
+        withMainloopLock {
+            guard running.load(ordering: .acquiring), let rewindEvent, let api = pulse.mainloopAPI(mainloop) else { return }
+            rewind.request()
+            api.pointee.defer_enable?(rewindEvent, 1)
+        }
+    }
+
+    /// Main loop thread: re-mixes what the stream holds past the server's play position (by
+    /// the last timing update) and the margin, and writes it again over itself
+    /// (`pa_stream_write` with a negative `PA_SEEK_RELATIVE` offset); the server has the sink
+    /// re-read what it had taken of those frames. Nothing is written when the renderer added
+    /// nothing, or before the first timing update says where the server is.
+    func rewindNow() {
+        guard rewind.take() else { return }
+        guard running.load(ordering: .acquiring), let stream, let rewinder, let history,
+              let latency = latencyNanoseconds() else { return rewind.record(rewound: false) }
+        let now = HostTime.now()
+        let nanosecondsPerFrame = 1e9 / format.sampleRate
+        // The frame the server plays next, then the first one left to rewrite.
+        let next = sampleTime - Int64((Double(latency) / nanosecondsPerFrame).rounded(.down))
+        let from = next + Int64(rewindMargin)
+        guard from < sampleTime,
+              let mixed = history.remix(from: from, renderer: rewinder, hostTime: { frame in
+                  now &+ UInt64((Double(max(0, frame - next)) * nanosecondsPerFrame).rounded())
+              }) else { return rewind.record(rewound: false) }
+        let back = Int64(sampleTime - mixed.first) * Int64(frameBytes)
+        let written = pulse.streamWrite(stream, mixed.frames, mixed.count * frameBytes, nil, -back, PA_SEEK_RELATIVE)
+        rewind.record(rewound: written == 0)
     }
 
     /// Main loop lock: corks or uncorks the stream (`pa_stream_cork`), not waiting for the reply.

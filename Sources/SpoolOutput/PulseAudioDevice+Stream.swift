@@ -34,6 +34,15 @@ final class PulseAudioStream: @unchecked Sendable {
     var renderer: (any AudioRenderer)?
     /// Main loop lock: frames written since the last start.
     var sampleTime: Int64 = 0
+    /// Main loop lock: the renderer, when it can add a sound into frames already written.
+    var rewinder: (any RewindingRenderer)?
+    /// Main loop lock: what the stream has written and may write again; made once the
+    /// buffer is granted.
+    var history: RewindHistory?
+    /// Main loop lock: the event that runs a rewind on the main loop's thread, enabled by
+    /// `requestRewind` (made once, so a request allocates nothing).
+    var rewindEvent: OpaquePointer?
+    let rewind = RewindRequest()
     /// Whether the device is pulling audio; written under the main loop lock, read anywhere.
     let running = Atomic<Bool>(false)
     /// Set once the stream or the context failed; never cleared.
@@ -228,6 +237,10 @@ final class PulseAudioStream: @unchecked Sendable {
         }
         granted = attributes
         periodFrames = Int(attributes.minreq) / frameBytes
+        // What the server may hold of the stream: its tlength and a period in flight.
+        history = RewindHistory(capacity: Int(attributes.tlength) / frameBytes + 2 * periodFrames,
+                                channelCount: format.channelCount)
+        makeRewindEvent()
     }
 
     /// Main loop thread: the context changed state. A failure while in use loses the device;
@@ -280,6 +293,7 @@ final class PulseAudioStream: @unchecked Sendable {
     /// Clears the callbacks, then disconnects the stream and the context, and frees them when
     /// `freeing`.
     private func disconnect(freeing: Bool) {
+        freeRewindEvent()
         if let stream {
             pulse.streamSetStateCallback(stream, nil, nil)
             pulse.streamSetWriteCallback(stream, nil, nil)

@@ -130,6 +130,20 @@ public final class PulseAudioDevice: OutputDevice {
         stream.withMainloopLock { stream.stop() }
     }
 
+    /// Always: the stream keeps what it wrote, and the server rewrites what its sink has taken
+    /// of it (`pa_stream_write` with a negative relative seek).
+    public var rewindSupport: RewindSupport { .available }
+
+    /// Re-mixes what the server holds past its play position (by the last timing update) and
+    /// a 2 ms margin, at once on the main loop's thread, and writes it again over itself. Does
+    /// nothing while stopped.
+    public func requestRewind() { stream.requestRewind() }
+
+    /// Rewinds carried out, and requests that found nothing to rewrite.
+    public var rewindCounts: (performed: Int, declined: Int) {
+        (stream.rewind.performed.load(ordering: .relaxed), stream.rewind.declined.load(ordering: .relaxed))
+    }
+
     /// Sets what to call, on a queue of the device's own (never the main loop's thread), when
     /// the server reports an underrun or the stream goes away.
     /// - Parameter handler: The handler, or `nil` to stop listening.

@@ -1,0 +1,75 @@
+import Foundation
+import SoundServerTestSupport
+import SpoolBufferQueue
+import SpoolCore
+@testable import SpoolOutput
+import SpoolTestSupport
+import Testing
+
+/// Starts below the buffer floor on the native PulseAudio output, recorded from a null sink's
+/// monitor: a short burst started while a tone plays with 1024 × 3 frames queued.
+@Suite("Rewind on a real sound server", .serialized,
+       .disabled(if: SoundServer.underSanitizer, "real-time timing means nothing under a sanitizer's slow-down; the plain run checks it"))
+struct PulseAudioRewindTests {
+    static let enabled = SoundServer.isRunning || SoundServer.isCI
+    static let rate = 48_000.0
+
+    /// What the recording shows of a burst started `lead` seconds into a tone.
+    struct Heard {
+        /// Start call → the burst's first loud sample in the recording, in seconds.
+        var latency: Double
+        /// The largest step between neighbouring samples of the tone outside the burst: a
+        /// splice that went wrong is a step far above the tone's own (0.0026 for 200 Hz at 0.1).
+        var largestStep: Float
+        var period: Double
+        var rewinds: (performed: Int, declined: Int)
+    }
+
+    static func playBurst(rewinds: Bool) throws -> Heard {
+        let sink = try PrivateNullSink()
+        let recorder = try MonitorRecorder(source: sink.monitor)
+        let recordingFrom = HostTime.now()
+        let device = try PulseAudioDevice(sink: sink.name, configuration: OutputConfiguration(
+            sampleRate: rate, channelCount: 2, periodFrames: 1024, periodCount: 3))
+        let backend = try BufferQueueBackend(device: device)
+        backend.engine.startsBelowFloor = rewinds
+        let tone = try backend.makeVoice(format: stereo48)
+        try tone.enqueue(try sine(200, frames: 4 * Int(rate), format: stereo48, amplitude: 0.1))
+        let burst = try backend.makeVoice(format: stereo48)
+        try burst.enqueue(try sine(3_000, frames: 480, format: stereo48, amplitude: 0.5))
+        // An idle null sink asks a new stream for nothing for about a second: start the tone
+        // 2 s into the recording, the burst 1.5 s later.
+        HostTime.sleep(until: recordingFrom + HostTime.nanoseconds(2))
+        try tone.start(atHostTime: nil)
+        HostTime.sleep(until: recordingFrom + HostTime.nanoseconds(3.5))
+        let call = HostTime.now()
+        try burst.start(atHostTime: nil)
+        HostTime.sleep(until: recordingFrom + HostTime.nanoseconds(4.5))
+        let samples = try recorder.stop()
+        let counts = device.rewindCounts
+
+        let onset = try #require(samples.firstIndex { abs($0) > 0.3 }, "the recording holds no burst")
+        let toneStart = try #require(samples.firstIndex { abs($0) > 0.05 })
+        var largestStep: Float = 0
+        let burstEnd = onset + 480 + 48
+        for i in (toneStart + 48)..<(samples.count - 48) where i < onset - 2 || i > burstEnd {
+            largestStep = max(largestStep, abs(samples[i] - samples[i - 1]))
+        }
+        let latency = HostTime.seconds(from: call, to: recorder.hostTime(ofSample: onset))
+        return Heard(latency: latency, largestStep: largestStep, period: Double(device.periodFrames) / rate, rewinds: counts)
+    }
+
+    @Test("A burst started with 1024 × 3 frames queued is heard within a period + 2 ms, the tone unbroken",
+          .enabled(if: enabled, "no PulseAudio server answers `pactl info`; start one with scripts/pulseaudio.sh"))
+    func burstIsHeardWithinAPeriod() throws {
+        guard SoundServer.expectRunning() else { return }
+        let heard = try Self.playBurst(rewinds: true)
+        let floor = try Self.playBurst(rewinds: false)
+        print("pulse rewind 1024×3: heard \(heard.latency * 1000) ms after the call with rewind (\(heard.rewinds)), "
+              + "\(floor.latency * 1000) ms without; largest step in the tone \(heard.largestStep), \(floor.largestStep) without")
+        #expect(heard.rewinds.performed >= 1)
+        #expect(heard.latency <= heard.period + 0.002, "heard \(heard.latency * 1000) ms after the call")
+        #expect(heard.largestStep < 0.01, "the tone jumps by \(heard.largestStep) outside the burst: a broken splice")
+        #expect(floor.rewinds.performed == 0)
+    }
+}
