@@ -90,7 +90,7 @@ public final class BufferQueue: Sendable {
         self.callback = callback
         self.callbackQueue = callbackQueue
         slot = try QueueSlot(format: format, deviceFormat: engine.format,
-                             maximumFrames: max(engine.device.periodFrames, 4096),
+                             maximumFrames: max(engine.device.periodFrames, 4096), periodFrames: engine.device.periodFrames,
                              quality: quality ?? engine.resamplingQuality)
         index.store(try engine.attach(self, slot: slot), ordering: .releasing)
     }
@@ -288,13 +288,13 @@ public final class BufferQueue: Sendable {
             slot.startHostTime.store(hostTime ?? 0, ordering: .releasing)
             // Marked before the command is pushed: a rewind pass that sees the mark and not
             // yet the command leaves the queue to the next period, as a start without one.
-            if engine.rewindsOnStart { slot.rewindPending.store(true, ordering: .releasing) }
+            if engine.rewindsOnStart { slot.rewindPending.store(max(1, HostTime.now()), ordering: .releasing) }
             let command = push(.start, &s)
             if s.transport == .stopped { s.cycleStart = command }
             s.transport = .playing
         }
         applySent()
-        if slot.rewindPending.load(ordering: .acquiring) { engine.device.requestRewind() }
+        if slot.rewindPending.load(ordering: .acquiring) != 0 { engine.device.requestRewind() }
         reportRunning()
     }
 

@@ -159,7 +159,7 @@ public final class QueueEngine: RewindingRenderer, Sendable {
         guard isRealTime else { return false }
         var added = false, due = false
         slots.forEachActive { slot in
-            guard slot.rewindPending.exchange(false, ordering: .acquiringAndReleasing) else { return }
+            guard slot.rewindPending.exchange(0, ordering: .acquiringAndReleasing) != 0 else { return }
             let result = slot.mixStarting(into: buffer, frames: frames, timestamp: timestamp)
             if result.added { added = true }
             if result.due { due = true }

@@ -68,9 +68,13 @@ final class QueueSlot: @unchecked Sendable {
     let commands = SPSCRing(capacity: 64)
     /// Commands the render side has carried out.
     let commandsDone = Atomic<Int>(0)
-    /// Set by a start that asked the device to rewind; the render thread's rewind pass
-    /// (`mixStarting`) clears it.
-    let rewindPending = Atomic<Bool>(false)
+    /// The `HostTime` of a start that asked the device to rewind, 0 when none; the render
+    /// thread's rewind pass (`mixStarting`) clears it. Until then, for at most
+    /// `rewindWaitNanoseconds`, regular renders leave the start to the rewind pass.
+    let rewindPending = Atomic<UInt64>(0)
+    /// How long a start waits for the device's rewind before it is carried out the usual way,
+    /// behind the buffer: a period and 2 ms, the most a device takes to get to the request.
+    let rewindWaitNanoseconds: UInt64
     let startHostTime = Atomic<UInt64>(0)
     let volumeBits = Atomic<UInt32>(Float(1).bitPattern)
     let volumeRampFrames = Atomic<Int>(0)
@@ -132,10 +136,14 @@ final class QueueSlot: @unchecked Sendable {
     private let matrix: UnsafeMutablePointer<Float>
     private let declickFrames: Int
 
-    init(format: AudioFormat, deviceFormat: AudioFormat, maximumFrames: Int, quality: ResamplingQuality = .default) throws {
+    /// - Parameter periodFrames: The device's period, which bounds how long a start waits for
+    ///   the device's rewind.
+    init(format: AudioFormat, deviceFormat: AudioFormat, maximumFrames: Int, periodFrames: Int,
+         quality: ResamplingQuality = .default) throws {
         self.format = format
         self.deviceFormat = deviceFormat
         self.maximumFrames = maximumFrames
+        rewindWaitNanoseconds = HostTime.nanoseconds(Double(periodFrames) / deviceFormat.sampleRate + 0.002)
         descriptors = .allocate(capacity: Self.maximumBuffers)
         descriptors.initialize(repeating: BufferDescriptor(), count: Self.maximumBuffers)
         completedAt = .allocate(capacity: Self.maximumBuffers)
@@ -332,6 +340,17 @@ final class QueueSlot: @unchecked Sendable {
     /// Adds this queue's next `frames` device frames into `output`. Returns true when a
     /// buffer finished or the queue stopped, so callbacks are due.
     func mix(into output: UnsafeMutablePointer<Float>, frames: Int, timestamp: RenderTimestamp) -> Bool {
+        let rewindMark = rewindPending.load(ordering: .acquiring)
+        if rewindMark != 0, state == .stopped || state == .paused {
+            // A start waiting for the device's rewind pass: left to it, unless it is late.
+            guard HostTime.now() >= rewindMark &+ rewindWaitNanoseconds else { return false }
+            rewindPending.store(0, ordering: .relaxed)
+        }
+        return mixRunning(into: output, frames: frames, timestamp: timestamp)
+    }
+
+    /// `mix`, once any start waiting for a rewind is done with.
+    private func mixRunning(into output: UnsafeMutablePointer<Float>, frames: Int, timestamp: RenderTimestamp) -> Bool {
         var due = processCommands()
         let s = state
         guard s == .running || s == .draining || s == .pausing || s == .stopping else { return due }
@@ -403,9 +422,21 @@ final class QueueSlot: @unchecked Sendable {
         case .running, .draining, .pausing, .stopping: return (false, false)
         case .stopped, .paused: break
         }
-        let due = mix(into: output, frames: frames, timestamp: timestamp)
-        let now = state
-        return (now == .running || now == .draining, due)
+        // In parts of at most `maximumFrames`, what the converters' scratch holds: the device
+        // may rewrite more than a period.
+        var done = 0, due = false, added = false
+        let channels = deviceFormat.channelCount
+        while done < frames {
+            let n = min(frames - done, maximumFrames)
+            let part = RenderTimestamp(sampleTime: timestamp.sampleTime + Int64(done),
+                                       hostTime: timestamp.hostTime &+ UInt64((Double(done) / deviceFormat.sampleRate * 1e9).rounded()))
+            if mixRunning(into: output + done * channels, frames: n, timestamp: part) { due = true }
+            done += n
+            let now = state
+            guard now == .running || now == .draining else { break }
+            added = true
+        }
+        return (added, due)
     }
 
     /// Adds `frames` source frames into `output` straight from the queued buffers, with no

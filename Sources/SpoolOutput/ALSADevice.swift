@@ -29,6 +29,14 @@ public final class ALSADevice: OutputDevice {
     private let clock: VirtualClock
     /// The running render thread; also serialises every control call that touches the PCM.
     private let thread: RenderThread.Slot
+    private let rewind = RewindRequest()
+
+    /// Whether the PCM can move its write position back over frames the hardware has not
+    /// taken (`snd_pcm_rewind`): a card, `dmix`, `plug` or `null` can; a plug-in that hands
+    /// each write on at once (`pulse`, any `ioplug` or `extplug`) cannot. A device that can
+    /// may still find nothing to rewind (`snd_pcm_rewindable` answers 0); the start then
+    /// waits behind its buffer, as on one that cannot.
+    public let rewindSupport: RewindSupport
 
     /// Opens an ALSA PCM for playback and negotiates the buffer.
     /// The corresponding ALSA calls are `snd_pcm_open`, `snd_pcm_hw_params` and `snd_pcm_sw_params`.
@@ -50,6 +58,13 @@ public final class ALSADevice: OutputDevice {
         periodCount = negotiated.periodCount
         bufferFrames = negotiated.bufferFrames
         sampleType = negotiated.sampleType
+        let type = snd_pcm_type(pcm.handle)
+        if type == SND_PCM_TYPE_IOPLUG || type == SND_PCM_TYPE_EXTPLUG {
+            let kind = snd_pcm_type_name(type).map { String(cString: $0) } ?? "plug-in"
+            rewindSupport = .unavailable("alsa:\(name) is an \(kind.lowercased()) plug-in, which hands each write on at once")
+        } else {
+            rewindSupport = .available
+        }
         clock = VirtualClock(sampleRate: negotiated.sampleRate)
         let deviceName = self.name
         thread = RenderThread.Slot(device: deviceName)
@@ -89,8 +104,8 @@ public final class ALSADevice: OutputDevice {
                 try check(snd_pcm_prepare(pcm.handle), device: pcm.name, "prepare the device", code: .deviceLost)
             }
             let loop = ALSARenderLoop(pcm: pcm, format: format, periodFrames: periodFrames, bufferFrames: bufferFrames,
-                                      sampleType: sampleType,
-                                      renderer: renderer, clock: clock, events: events)
+                                      sampleType: sampleType, renderer: renderer, clock: clock, events: events,
+                                      rewind: rewind, rewinds: rewindSupport.isAvailable)
             return { loop.run(on: $0) }
         }
     }
@@ -106,6 +121,16 @@ public final class ALSADevice: OutputDevice {
             _ = snd_pcm_prepare(pcm.handle)
         }
         clock.reset()
+    }
+
+    /// Has the render thread, when it next wakes (within a period), move back over what the
+    /// device allows, re-mix and write again. Does nothing on a device that cannot rewind, or
+    /// while stopped.
+    public func requestRewind() { if rewindSupport.isAvailable, isRunning { rewind.request() } }
+
+    /// Rewinds carried out, and requests that found nothing to rewind.
+    public var rewindCounts: (performed: Int, declined: Int) {
+        (rewind.performed.load(ordering: .relaxed), rewind.declined.load(ordering: .relaxed))
     }
 
     /// Sets what to call, on a queue of the device's own (never the render thread), when the

@@ -29,7 +29,9 @@ import SpoolTestSupport
             engine = QueueEngine(device: device)
             engine.startsBelowFloor = rewinds
             let format = device.format
+            // Offset, so that its first frame is not silent and shows where it began.
             tone = sine(frequency: 440, rate: RewindTests.rate, frames: 3 * Int(RewindTests.rate), channels: 2, amplitude: 0.3)
+                .map { $0 + 0.1 }
             background = try BufferQueue(format: format, engine: engine) { _, _ in }
             try background.enqueue(try pcm(tone))
             // A sound unlike the tone from its first frame: a 1 kHz sine at 0.2 with a 0.25 offset.
@@ -81,7 +83,7 @@ import SpoolTestSupport
 
         // Where the tone begins, then what is left once it is taken away: silence, the sound
         // exactly as it is from its first frame, then silence again.
-        let toneStart = try #require(firstSoundingFrame(played)) / 2
+        let toneStart = try #require(firstSoundingFrame(played))
         var rest = played
         for i in (2 * toneStart)..<played.count where i - 2 * toneStart < scene.tone.count {
             rest[i] -= scene.tone[i - 2 * toneStart]
@@ -93,5 +95,30 @@ import SpoolTestSupport
         #expect(worst < 1e-6, "the sound's frames differ by up to \(worst)")
         let after = rest[(2 * soundStart + scene.sound.count)...]
         #expect(after.allSatisfy { abs($0) <= 1e-6 }, "the tone changed after the sound")
+    }
+}
+
+/// Rewind on ALSA: what a PCM allows (`snd_pcm_rewindable`).
+@Suite(.serialized) struct ALSARewindTests {
+    @Test func theNullPCMRewindsAndTheSoundStartsBelowTheFloor() throws {
+        let device = try ALSADevice(name: "null", configuration: RewindTests.configuration)
+        #expect(device.rewindSupport == .available)
+        let engine = QueueEngine(device: device)
+        let format = device.format
+        let tone = try BufferQueue(format: format, engine: engine) { _, _ in }
+        try tone.enqueue(try sine(440, frames: 48_000, format: format, amplitude: 0.3))
+        let sound = try BufferQueue(format: format, engine: engine) { _, _ in }
+        try sound.enqueue(try sine(1_000, frames: 4_800, format: format, amplitude: 0.2))
+        try tone.start()
+        Thread.sleep(forTimeInterval: 0.3)
+        try sound.start()
+        // The null PCM takes every write at once (it has no clock), so there is always a
+        // whole buffer to move back over: the rewind is carried out, and the sound's first
+        // frame is rendered in it.
+        let deadline = HostTime.now() + HostTime.nanoseconds(1)
+        while device.rewindCounts.performed < 1 || sound.firstFrameHostTime == nil, HostTime.now() < deadline { usleep(1_000) }
+        #expect(device.rewindCounts.performed >= 1)
+        #expect(sound.firstFrameHostTime != nil)
+        engine.stop()
     }
 }

@@ -51,8 +51,10 @@ struct PulseAudioRewindTests {
         let onset = try #require(samples.firstIndex { abs($0) > 0.3 }, "the recording holds no burst")
         let toneStart = try #require(samples.firstIndex { abs($0) > 0.05 })
         var largestStep: Float = 0
+        // The burst's own steps, from its first frame (the onset is where it first tops 0.3,
+        // up to a few frames in, with the tone under it) to its last.
         let burstEnd = onset + 480 + 48
-        for i in (toneStart + 48)..<(samples.count - 48) where i < onset - 2 || i > burstEnd {
+        for i in (toneStart + 48)..<(samples.count - 48) where i < onset - 16 || i > burstEnd {
             largestStep = max(largestStep, abs(samples[i] - samples[i - 1]))
         }
         let latency = HostTime.seconds(from: call, to: recorder.hostTime(ofSample: onset))
@@ -71,5 +73,38 @@ struct PulseAudioRewindTests {
         #expect(heard.latency <= heard.period + 0.002, "heard \(heard.latency * 1000) ms after the call")
         #expect(heard.largestStep < 0.01, "the tone jumps by \(heard.largestStep) outside the burst: a broken splice")
         #expect(floor.rewinds.performed == 0)
+    }
+
+    @Test("ALSA's pulse plug-in cannot rewind, says why, and a start waits behind its buffer",
+          .enabled(if: enabled, "no PulseAudio server answers `pactl info`; start one with scripts/pulseaudio.sh"))
+    func pulsePlugInStartsAtTheFloor() throws {
+        guard SoundServer.expectRunning() else { return }
+        let device = try ALSADevice(name: "pulse", configuration: OutputConfiguration(
+            sampleRate: Self.rate, channelCount: 2, periodFrames: 1024, periodCount: 3))
+        guard case .unavailable(let reason) = device.rewindSupport else {
+            Issue.record("the pulse plug-in claims to rewind")
+            return
+        }
+        #expect(reason.contains("alsa:pulse") && reason.contains("plug-in"), "\(reason)")
+        let engine = QueueEngine(device: device)
+        #expect(engine.rewindSupport == device.rewindSupport)
+        let tone = try BufferQueue(format: device.format, engine: engine) { _, _ in }
+        try tone.enqueue(try sine(200, frames: Int(Self.rate), format: device.format, amplitude: 0.1))
+        let burst = try BufferQueue(format: device.format, engine: engine) { _, _ in }
+        try burst.enqueue(try sine(3_000, frames: 480, format: device.format, amplitude: 0.5))
+        try tone.start()
+        Thread.sleep(forTimeInterval: 0.5)
+        let call = HostTime.now()
+        try burst.start()
+        let deadline = call + HostTime.nanoseconds(1)
+        while burst.firstFrameHostTime == nil, HostTime.now() < deadline { usleep(1_000) }
+        let heard = try #require(burst.firstFrameHostTime)
+        let latency = HostTime.seconds(from: call, to: heard)
+        // Behind at least the periods the plug-in holds but the one being taken.
+        let floor = Double((device.periodCount - 1) * device.periodFrames) / Self.rate
+        print("alsa:pulse \(device.periodFrames)×\(device.periodCount): \(reason); a start heard \(latency * 1000) ms after the call")
+        #expect(latency >= floor - 0.002, "heard \(latency * 1000) ms after the call, below the floor of \(floor * 1000) ms")
+        #expect(device.rewindCounts.performed == 0)
+        engine.stop()
     }
 }
