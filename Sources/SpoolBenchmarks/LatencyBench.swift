@@ -9,7 +9,7 @@ enum LatencyBench {
     static let help = """
         usage: spool bench latency [--backends queue,openal] [--output null|default|pulse[:SINK]|alsa:NAME]
                                    [--buffer-frames 128,256,512,1024] [--buffers 2,3,4] [--rate HZ]
-                                   [--starts N] [--seconds S] [--load] [--no-reference]
+                                   [--starts N] [--seconds S] [--load] [--no-reference] [--rewind on|off|both]
                                    [--json PATH] [--chart PATH.svg] [--acoustic]
 
         For each back-end and device configuration (F frames × P periods):
@@ -17,7 +17,10 @@ enum LatencyBench {
           output latency   audio held ahead of the speaker in steady playback (median)
           refill           buffer consumed → refill callback (queue) or unqueue (OpenAL): p50, p99
           underruns        during S seconds of steady playback (--load keeps the other cores busy)
-        and the floor: new audio starts between (P−1)·F and P·F frames later.
+        and the floor: new audio starts between (P−1)·F and P·F frames later. The queue back-end
+        is measured with and without starting below the floor (--rewind, both by default): on a
+        device that rewinds, a start re-mixes the frames not yet played instead of waiting behind
+        them; the rewind column says on, off, or cannot (a device that does not rewind).
         Reference rows show each back-end at its usual defaults. --acoustic, at the first F × P
         given, records the sound server's monitor with its own timing (so each recorded frame has
         the host time it was heard), starts a click on each back-end alone and then on both at one
@@ -27,7 +30,7 @@ enum LatencyBench {
 
     static func run(_ words: [String]) throws {
         guard let bench = try BenchInvocation(
-            words, valued: ["backends", "output", "buffer-frames", "buffers", "rate", "starts", "seconds", "chart"],
+            words, valued: ["backends", "output", "buffer-frames", "buffers", "rate", "starts", "seconds", "chart", "rewind"],
             switches: ["load", "acoustic", "no-reference"], help: help
         ) else { return }
         let args = bench.arguments
@@ -44,28 +47,39 @@ enum LatencyBench {
         let starts = try args.int("starts", in: 1...10_000) ?? 50
         let seconds = try args.double("seconds", in: 0.1...3_600) ?? 5
         let load = args.has("load")
+        let rewinds: [String]
+        switch args.string("rewind") ?? "both" {
+        case "both": rewinds = ["on", "off"]
+        case "on": rewinds = ["on"]
+        case "off": rewinds = ["off"]
+        case let other: throw UsageError("--rewind takes on, off or both, not '\(other)'")
+        }
 
         var jobs: [[String]] = []
         for backend in backends {
             for f in frames {
                 for p in periods {
-                    jobs.append(["--backend", backend, "--output", output, "--buffer-frames", "\(f)", "--buffers", "\(p)",
-                                 "--rate", "\(rate)", "--starts", "\(starts)", "--seconds", "\(seconds)", "--kind", "measured"]
-                                + (load ? ["--load"] : []))
+                    // OpenAL Soft mixes ahead and does not rewind: one row.
+                    for rewind in backend == "queue" ? rewinds : ["off"] {
+                        jobs.append(["--backend", backend, "--output", output, "--buffer-frames", "\(f)", "--buffers", "\(p)",
+                                     "--rate", "\(rate)", "--starts", "\(starts)", "--seconds", "\(seconds)", "--kind", "measured",
+                                     "--rewind", rewind] + (load ? ["--load"] : []))
+                    }
                 }
             }
             if !args.has("no-reference") {
                 // Each back-end's usual defaults: 1024 × 3 at 44.1 kHz (OpenAL Soft's own
                 // settings; an Audio Queue program's 3 buffers of 0.5 s on the queue).
                 jobs.append(["--backend", backend, "--output", output, "--buffer-frames", "1024", "--buffers", "3",
-                             "--rate", "44100", "--starts", "\(starts)", "--seconds", "\(seconds)", "--kind", "reference"]
-                            + (load ? ["--load"] : []))
+                             "--rate", "44100", "--starts", "\(starts)", "--seconds", "\(seconds)", "--kind", "reference",
+                             "--rewind", "off"] + (load ? ["--load"] : []))
             }
         }
         var rows: [LatencyRow] = []
         for job in jobs {
             let label = job.contains("reference") ? " (reference)" : ""
-            printError("spool: measuring \(job[1]) \(job[5])×\(job[7])\(label)")
+            let rewind = job[1] == "queue" && label.isEmpty ? ", rewind \(job[17])" : ""
+            printError("spool: measuring \(job[1]) \(job[5])×\(job[7])\(label)\(rewind)")
             rows.append(try runWorker(job))
         }
         print(table(rows))
@@ -122,10 +136,10 @@ enum LatencyBench {
     static func table(_ rows: [LatencyRow]) -> String {
         func ms(_ v: Double?) -> String { v.map { $0.isNaN ? "-" : String(format: "%.2f", $0) } ?? "—" }
         return BenchTable.render(
-            ["backend", "output", "timing", "F×P asked", "F×P got", "rate", "floor min/med/max ms", "start p50", "p99", "max",
+            ["backend", "output", "timing", "rewind", "F×P asked", "F×P got", "rate", "floor min/med/max ms", "start p50", "p99", "max",
              "timeouts", "output ms", "refill p50", "p99", "underruns", "xruns"],
             rows.map { r in
-                [r.kind == "reference" ? "\(r.backend) (ref)" : r.backend, r.output, r.timing,
+                [r.kind == "reference" ? "\(r.backend) (ref)" : r.backend, r.output, r.timing, r.rewind,
                  "\(r.requestedPeriodFrames)×\(r.requestedPeriods)",
                  "\(r.periodFrames)×\(r.periods)\(r.periodFrames == r.requestedPeriodFrames && r.periods == r.requestedPeriods ? "" : " *")",
                  "\(Int(r.sampleRate))",
@@ -140,7 +154,7 @@ enum LatencyBench {
 enum LatencyWorker {
     static func run(_ words: [String]) throws {
         let args = try Arguments(words, valued: ["backend", "output", "buffer-frames", "buffers", "rate", "starts",
-                                                 "seconds", "kind"], switches: ["load"])
+                                                 "seconds", "kind", "rewind"], switches: ["load"])
         let backend = args.string("backend") ?? "queue"
         let outputText = args.string("output") ?? "null"
         let output = try LatencyBench.parseOutput(outputText)
@@ -151,17 +165,18 @@ enum LatencyWorker {
         let seconds = try args.double("seconds", in: 0.1...3_600) ?? 5
         let kind = args.string("kind") ?? "measured"
         let load = args.has("load")
+        let rewind = args.string("rewind") == "on"
 
         let probe: any LatencyProbe
         let note: String
         switch (backend, kind) {
         case ("queue", "reference"):
             probe = try QueueLatencyProbe(output: output, rate: rate, periodFrames: f, periods: p,
-                                          bufferFrames: Int(rate / 2), bufferCount: 3)
+                                          bufferFrames: Int(rate / 2), bufferCount: 3, rewind: false)
             note = "3 queue buffers of 0.5 s, as Audio Queue programs use"
         case ("queue", _):
             probe = try QueueLatencyProbe(output: output, rate: rate, periodFrames: f, periods: p,
-                                          bufferFrames: f, bufferCount: 3)
+                                          bufferFrames: f, bufferCount: 3, rewind: rewind)
             note = "3 queue buffers of one period (as the OpenAL probe's source buffers)"
         default:
             (probe, note) = try OpenALLatency.makeProbe(output: output, rate: rate, periodFrames: f, periods: p,
@@ -181,7 +196,7 @@ enum LatencyWorker {
             floorMinMs: Double((negotiated.periods - 1) * negotiated.periodFrames) * frameMs,
             floorMedianMs: (Double(negotiated.periods) - 0.5) * Double(negotiated.periodFrames) * frameMs,
             floorMaxMs: Double(negotiated.periods * negotiated.periodFrames) * frameMs,
-            starts: startLatencies.count, startTimeouts: timedOut, timing: probe.timing,
+            starts: startLatencies.count, startTimeouts: timedOut, timing: probe.timing, rewind: probe.rewind,
             startP50Ms: percentile(startLatencies, 50) * 1000, startP99Ms: percentile(startLatencies, 99) * 1000,
             startMaxMs: (startLatencies.max() ?? .nan) * 1000,
             outputLatencyMs: percentile(steady.latencies, 50) * 1000,

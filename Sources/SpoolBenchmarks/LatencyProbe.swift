@@ -24,6 +24,9 @@ struct LatencyRow: Codable {
     /// server's own timing (ALSA's delay, PulseAudio's latency through OpenAL Soft);
     /// `modelled` when they come from Spool's clock model of the null device.
     var timing: String
+    /// `on` when starts re-mixed the frames the device held, `off` when they waited behind
+    /// them, `cannot` when the device does not rewind.
+    var rewind: String
     var startP50Ms: Double
     var startP99Ms: Double
     var startMaxMs: Double
@@ -46,6 +49,8 @@ protocol LatencyProbe: AnyObject {
     var negotiated: (periodFrames: Int, periods: Int, rate: Double) { get }
     /// `observed` or `modelled` (see `LatencyRow.timing`).
     var timing: String { get }
+    /// What `LatencyRow.rewind` says.
+    var rewind: String { get }
     /// Start latencies in seconds, from the start call to the first frame leaving the device,
     /// and the number of starts that timed out.
     func measureStarts(count: Int) throws -> (latencies: [Double], timedOut: Int)
@@ -65,7 +70,8 @@ final class QueueLatencyProbe: LatencyProbe {
     private let refill: Locked<Bool>
     private let turnarounds: Locked<[Double]>
 
-    init(output: OutputTarget, rate: Double, periodFrames: Int, periods: Int, bufferFrames: Int, bufferCount: Int) throws {
+    init(output: OutputTarget, rate: Double, periodFrames: Int, periods: Int, bufferFrames: Int, bufferCount: Int,
+         rewind: Bool) throws {
         let refill = Locked(false), turnarounds = Locked<[Double]>([])
         self.refill = refill
         self.turnarounds = turnarounds
@@ -74,6 +80,7 @@ final class QueueLatencyProbe: LatencyProbe {
         if let notice { printError("spool: \(notice)") }
         self.device = device
         engine = QueueEngine(device: device)
+        engine.startsBelowFloor = rewind
         try engine.start()
         let format = try AudioFormat(sampleRate: rate, channelCount: 2)
         queue = try BufferQueue(format: format, engine: engine) { queue, buffer in
@@ -100,6 +107,12 @@ final class QueueLatencyProbe: LatencyProbe {
 
     /// The null device's period timestamps are its own clock's schedule, not a hardware's.
     var timing: String { device is NullDevice ? "modelled" : "observed" }
+
+    var rewind: String {
+        guard engine.startsBelowFloor else { return "off" }
+        if case .unavailable = engine.rewindSupport { return "cannot" }
+        return "on"
+    }
 
     func measureStarts(count: Int) throws -> (latencies: [Double], timedOut: Int) {
         refill.withLock { $0 = false }

@@ -79,6 +79,9 @@ final class OpenALLatencyProbe: LatencyProbe {
         return "observed"
     }
 
+    /// OpenAL Soft mixes its periods ahead and has no way to write them again.
+    var rewind: String { "cannot" }
+
     func measureStarts(count: Int) throws -> (latencies: [Double], timedOut: Int) {
         refill.withLock { $0 = false }
         var random = SplitMix(seed: 7)  // the same start phases as the queue probe

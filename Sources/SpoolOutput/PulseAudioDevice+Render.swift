@@ -81,55 +81,52 @@ extension PulseAudioStream {
 
     // MARK: Rewind
 
-    /// Frames past what the server will play next that a rewind leaves as they are: what the
-    /// sink may already have taken from the stream while the rewrite travels (2 ms).
+    /// Frames past the server's read position that a rewind leaves as they are: what the sink
+    /// may take from the stream while the rewrite travels (2 ms).
     var rewindMargin: Int { max(1, Int((format.sampleRate * 0.002).rounded(.up))) }
 
-    /// Main loop lock: makes the (disabled) event that runs `rewindNow` on the main loop's thread.
-    func makeRewindEvent() {
-        guard rewindEvent == nil, let api = pulse.mainloopAPI(mainloop), let make = api.pointee.defer_new else { return }
-        rewindEvent = make(api, { api, event, userdata in
-            if let api, let enable = api.pointee.defer_enable { enable(event, 0) }
-            guard let userdata else { return }
-            Unmanaged<PulseAudioStream>.fromOpaque(userdata).takeUnretainedValue().rewindNow()
-        }, Unmanaged.passUnretained(self).toOpaque())
-        if let rewindEvent, let enable = api.pointee.defer_enable { enable(rewindEvent, 0) }
-    }
-
-    /// Main loop lock (the main loop stopped, or on its thread): frees the rewind event.
-    func freeRewindEvent() {
-        guard let event = rewindEvent, let api = pulse.mainloopAPI(mainloop) else { return }
-        rewindEvent = nil
-        api.pointee.defer_free?(event)
-    }
-
-    /// Any thread but the main loop's: has the main loop's thread rewind at once.
+    /// Any thread but the main loop's: asks the server for the stream's timing now
+    /// (`pa_stream_update_timing_info`), and rewinds on the main loop's thread when it comes
+    /// (a round trip to the server): where the server reads must be known to the frame, and
+    /// the timing updated every 100 ms is up to 100 ms old. The request's allocation is made
+    /// here, on the caller's thread.
     func requestRewind() {
         withMainloopLock {
-            guard running.load(ordering: .acquiring), let rewindEvent, let api = pulse.mainloopAPI(mainloop) else { return }
+            guard running.load(ordering: .acquiring), !lost.load(ordering: .acquiring), let stream else { return }
             rewind.request()
-            api.pointee.defer_enable?(rewindEvent, 1)
+            let operation = pulse.streamUpdateTimingInfo(stream, { _, success, userdata in
+                guard let userdata else { return }
+                Unmanaged<PulseAudioStream>.fromOpaque(userdata).takeUnretainedValue().rewindNow(timingArrived: success != 0)
+            }, Unmanaged.passUnretained(self).toOpaque())
+            if let operation { pulse.operationUnref(operation) }
         }
     }
 
-    /// Main loop thread: re-mixes what the stream holds past the server's play position (by
-    /// the last timing update) and the margin, and writes it again over itself
-    /// (`pa_stream_write` with a negative `PA_SEEK_RELATIVE` offset); the server has the sink
-    /// re-read what it had taken of those frames. Nothing is written when the renderer added
-    /// nothing, or before the first timing update says where the server is.
-    func rewindNow() {
+    /// Main loop thread, with the timing just updated: re-mixes what the stream holds on the
+    /// server past its read position and the margin, and writes it again over itself
+    /// (`pa_stream_write` with a negative `PA_SEEK_RELATIVE` offset). Only the stream's own
+    /// buffer is rewritten, never what the sink has taken from it (that is the hardware's):
+    /// the new sound is heard the sink's latency and the margin after the call. Nothing is
+    /// written when the renderer added nothing.
+    func rewindNow(timingArrived: Bool) {
         guard rewind.take() else { return }
-        guard running.load(ordering: .acquiring), let stream, let rewinder, let history,
-              let latency = latencyNanoseconds() else { return rewind.record(rewound: false) }
+        guard timingArrived, running.load(ordering: .acquiring), let stream, let rewinder, let history,
+              let info = pulse.streamGetTimingInfo(stream)?.pointee, info.write_index_corrupt == 0,
+              info.read_index_corrupt == 0 else { return rewind.record(rewound: false) }
+        var wall = timeval()
+        gettimeofday(&wall, nil)
         let now = HostTime.now()
         let nanosecondsPerFrame = 1e9 / format.sampleRate
-        // The frame the server plays next, then the first one left to rewrite.
-        let next = sampleTime - Int64((Double(latency) / nanosecondsPerFrame).rounded(.down))
-        let from = next + Int64(rewindMargin)
-        guard from < sampleTime,
-              let mixed = history.remix(from: from, renderer: rewinder, hostTime: { frame in
-                  now &+ UInt64((Double(max(0, frame - next)) * nanosecondsPerFrame).rounded())
-              }) else { return rewind.record(rewound: false) }
+        let elapsed = max(0, Double(wall.tv_sec - info.timestamp.tv_sec) * 1e9 + Double(wall.tv_usec - info.timestamp.tv_usec) * 1e3)
+        // libpulse counts this client's writes into write_index as they are made: what the
+        // stream holds is write_index − read_index, less what the sink read since the server
+        // measured (it reads on while playing).
+        let held = Double(info.write_index - info.read_index) / Double(frameBytes) - elapsed / nanosecondsPerFrame
+        let read = sampleTime - Int64(max(0, held).rounded(.down))
+        let sinkLatency = Double(info.sink_usec) * 1e3
+        guard let mixed = history.remix(from: read + Int64(rewindMargin), renderer: rewinder, hostTime: { frame in
+            now &+ UInt64(sinkLatency + Double(max(0, frame - read)) * nanosecondsPerFrame)
+        }) else { return rewind.record(rewound: false) }
         let back = Int64(sampleTime - mixed.first) * Int64(frameBytes)
         let written = pulse.streamWrite(stream, mixed.frames, mixed.count * frameBytes, nil, -back, PA_SEEK_RELATIVE)
         rewind.record(rewound: written == 0)

@@ -39,9 +39,6 @@ final class PulseAudioStream: @unchecked Sendable {
     /// Main loop lock: what the stream has written and may write again; made once the
     /// buffer is granted.
     var history: RewindHistory?
-    /// Main loop lock: the event that runs a rewind on the main loop's thread, enabled by
-    /// `requestRewind` (made once, so a request allocates nothing).
-    var rewindEvent: OpaquePointer?
     let rewind = RewindRequest()
     /// Whether the device is pulling audio; written under the main loop lock, read anywhere.
     let running = Atomic<Bool>(false)
@@ -240,7 +237,6 @@ final class PulseAudioStream: @unchecked Sendable {
         // What the server may hold of the stream: its tlength and a period in flight.
         history = RewindHistory(capacity: Int(attributes.tlength) / frameBytes + 2 * periodFrames,
                                 channelCount: format.channelCount)
-        makeRewindEvent()
     }
 
     /// Main loop thread: the context changed state. A failure while in use loses the device;
@@ -293,7 +289,6 @@ final class PulseAudioStream: @unchecked Sendable {
     /// Clears the callbacks, then disconnects the stream and the context, and frees them when
     /// `freeing`.
     private func disconnect(freeing: Bool) {
-        freeRewindEvent()
         if let stream {
             pulse.streamSetStateCallback(stream, nil, nil)
             pulse.streamSetWriteCallback(stream, nil, nil)

@@ -130,13 +130,13 @@ public final class PulseAudioDevice: OutputDevice {
         stream.withMainloopLock { stream.stop() }
     }
 
-    /// Always: the stream keeps what it wrote, and the server rewrites what its sink has taken
-    /// of it (`pa_stream_write` with a negative relative seek).
+    /// Always: the stream keeps what it wrote, and writes what the server has not read yet
+    /// again (`pa_stream_write` with a negative relative seek).
     public var rewindSupport: RewindSupport { .available }
 
-    /// Re-mixes what the server holds past its play position (by the last timing update) and
-    /// a 2 ms margin, at once on the main loop's thread, and writes it again over itself. Does
-    /// nothing while stopped.
+    /// Asks the server where it reads, then re-mixes what the stream holds on the server past
+    /// that and a 2 ms margin, and writes it again over itself (never what the sink has taken).
+    /// Does nothing while stopped.
     public func requestRewind() { stream.requestRewind() }
 
     /// Rewinds carried out, and requests that found nothing to rewrite.

@@ -31,6 +31,9 @@ struct PulseAudioSoundServerTests {
         let recordingFrom = HostTime.now()
         let device = try PulseAudioDevice(sink: sink.name, configuration: Self.configuration(periodFrames, periodCount))
         let backend = try BufferQueueBackend(device: device)
+        // The latency a start waits behind is what is checked here, so the start is not
+        // rewound below it (PulseAudioRewindTests checks that).
+        backend.engine.startsBelowFloor = false
         let voice = try backend.makeVoice(format: stereo48)
         try voice.enqueue(try sine(1_000, frames: 48_000, format: stereo48))
         // An idle null sink asks a new stream for nothing for about a second, and the stream's

@@ -21,32 +21,38 @@ struct PulseAudioRewindTests {
         /// The largest step between neighbouring samples of the tone outside the burst: a
         /// splice that went wrong is a step far above the tone's own (0.0026 for 200 Hz at 0.1).
         var largestStep: Float
+        /// The recorded onset less when the device said the burst's first frame would be heard.
+        var reportError: Double
         var period: Double
+        /// Underruns the server reported: each leaves a gap, a step in the tone of its own.
+        var underruns: Int
         var rewinds: (performed: Int, declined: Int)
     }
 
-    static func playBurst(rewinds: Bool) throws -> Heard {
+    static func playBurst(periodFrames: Int, periodCount: Int, rewinds: Bool) throws -> Heard {
         let sink = try PrivateNullSink()
         let recorder = try MonitorRecorder(source: sink.monitor)
         let recordingFrom = HostTime.now()
         let device = try PulseAudioDevice(sink: sink.name, configuration: OutputConfiguration(
-            sampleRate: rate, channelCount: 2, periodFrames: 1024, periodCount: 3))
-        let backend = try BufferQueueBackend(device: device)
-        backend.engine.startsBelowFloor = rewinds
-        let tone = try backend.makeVoice(format: stereo48)
+            sampleRate: rate, channelCount: 2, periodFrames: periodFrames, periodCount: periodCount))
+        let engine = QueueEngine(device: device)
+        engine.startsBelowFloor = rewinds
+        let tone = try BufferQueue(format: stereo48, engine: engine) { _, _ in }
         try tone.enqueue(try sine(200, frames: 4 * Int(rate), format: stereo48, amplitude: 0.1))
-        let burst = try backend.makeVoice(format: stereo48)
+        let burst = try BufferQueue(format: stereo48, engine: engine) { _, _ in }
         try burst.enqueue(try sine(3_000, frames: 480, format: stereo48, amplitude: 0.5))
         // An idle null sink asks a new stream for nothing for about a second: start the tone
-        // 2 s into the recording, the burst 1.5 s later.
+        // 2 s into the recording (the stream's first start, rewound too), the burst 1.5 s later.
         HostTime.sleep(until: recordingFrom + HostTime.nanoseconds(2))
-        try tone.start(atHostTime: nil)
+        try tone.start()
         HostTime.sleep(until: recordingFrom + HostTime.nanoseconds(3.5))
         let call = HostTime.now()
-        try burst.start(atHostTime: nil)
+        try burst.start()
         HostTime.sleep(until: recordingFrom + HostTime.nanoseconds(4.5))
         let samples = try recorder.stop()
         let counts = device.rewindCounts
+        let reported = try #require(burst.firstFrameHostTime)
+        engine.stop()
 
         let onset = try #require(samples.firstIndex { abs($0) > 0.3 }, "the recording holds no burst")
         let toneStart = try #require(samples.firstIndex { abs($0) > 0.05 })
@@ -57,21 +63,36 @@ struct PulseAudioRewindTests {
         for i in (toneStart + 48)..<(samples.count - 48) where i < onset - 16 || i > burstEnd {
             largestStep = max(largestStep, abs(samples[i] - samples[i - 1]))
         }
-        let latency = HostTime.seconds(from: call, to: recorder.hostTime(ofSample: onset))
-        return Heard(latency: latency, largestStep: largestStep, period: Double(device.periodFrames) / rate, rewinds: counts)
+        // The onset is the burst's third frame (the first above 0.3) or a little later.
+        let onsetTime = recorder.hostTime(ofSample: onset)
+        return Heard(latency: HostTime.seconds(from: call, to: onsetTime), largestStep: largestStep,
+                     reportError: HostTime.seconds(from: reported, to: onsetTime),
+                     period: Double(device.periodFrames) / rate, underruns: device.xrunCount, rewinds: counts)
     }
 
-    @Test("A burst started with 1024 × 3 frames queued is heard within a period + 2 ms, the tone unbroken",
-          .enabled(if: enabled, "no PulseAudio server answers `pactl info`; start one with scripts/pulseaudio.sh"))
-    func burstIsHeardWithinAPeriod() throws {
+    @Test("A burst started with the buffer full is heard within a period + 2 ms where it said, the tone unbroken",
+          .enabled(if: enabled, "no PulseAudio server answers `pactl info`; start one with scripts/pulseaudio.sh"),
+          arguments: [(256, 2), (1024, 3)])
+    func burstIsHeardWithinAPeriod(periodFrames: Int, periodCount: Int) throws {
         guard SoundServer.expectRunning() else { return }
-        let heard = try Self.playBurst(rewinds: true)
-        let floor = try Self.playBurst(rewinds: false)
-        print("pulse rewind 1024×3: heard \(heard.latency * 1000) ms after the call with rewind (\(heard.rewinds)), "
-              + "\(floor.latency * 1000) ms without; largest step in the tone \(heard.largestStep), \(floor.largestStep) without")
+        let heard = try Self.playBurst(periodFrames: periodFrames, periodCount: periodCount, rewinds: true)
+        let floor = try Self.playBurst(periodFrames: periodFrames, periodCount: periodCount, rewinds: false)
+        func ms(_ seconds: Double) -> String { String(format: "%.1f ms", seconds * 1000) }
+        print("pulse rewind \(periodFrames)×\(periodCount): heard \(ms(heard.latency)) after the call with rewind "
+              + "(\(heard.rewinds)), \(ms(floor.latency)) without; heard \(ms(heard.reportError)) after the device said "
+              + "(\(ms(floor.reportError)) without); largest step in the tone \(heard.largestStep), \(floor.largestStep) without; "
+              + "underruns \(heard.underruns), \(floor.underruns) without")
         #expect(heard.rewinds.performed >= 1)
-        #expect(heard.latency <= heard.period + 0.002, "heard \(heard.latency * 1000) ms after the call")
-        #expect(heard.largestStep < 0.01, "the tone jumps by \(heard.largestStep) outside the burst: a broken splice")
+        #expect(heard.latency <= heard.period + 0.002, "heard \(ms(heard.latency)) after the call")
+        // The monitor's timing is late by up to a hand-over, and its sink hands blocks over
+        // a little early: the check of PulseAudioSoundServerTests' latency test.
+        #expect(abs(heard.reportError) <= heard.period + 0.010, "heard \(ms(heard.reportError)) after the device said")
+        // A splice gone wrong is a step far above the tone's own; an underrun (a busy machine
+        // at 256 × 2) leaves one too, and is counted and tested on its own.
+        if heard.underruns == 0 {
+            #expect(heard.largestStep < 0.01, "the tone jumps by \(heard.largestStep) outside the burst: a broken splice")
+        }
+        if floor.underruns == 0 { #expect(floor.largestStep < 0.01) }
         #expect(floor.rewinds.performed == 0)
     }
 

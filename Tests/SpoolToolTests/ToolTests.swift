@@ -230,9 +230,15 @@ struct PlayAndBenchToolTests {
                                    "--starts", "8", "--seconds", "0.3", "--no-reference", "--json", json, "--chart", chart])
         #expect(result.status == 0, "\(result.stderr)")
         let rows = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: json))) as! [[String: Any]]
-        #expect(rows.count == 1)
+        // One row with starts below the floor, one without; on the null device, which always
+        // rewinds, the first starts within a period and the second waits behind the buffer.
+        #expect(rows.map { $0["rewind"] as? String } == ["on", "off"])
+        try #require(rows.count == 2)
         let row = rows[0]
         #expect(row["periodFrames"] as? Int == 256 && row["periods"] as? Int == 2)
+        let belowFloor = row["startP50Ms"] as? Double ?? .nan, atFloor = rows[1]["startP50Ms"] as? Double ?? .nan
+        #expect(belowFloor <= 256 / 48.0 + 2, "p50 \(belowFloor) ms with rewind")
+        #expect(atFloor >= 256 / 48.0 - 0.5, "p50 \(atFloor) ms without rewind")
         #expect((row["starts"] as? Int ?? 0) + (row["startTimeouts"] as? Int ?? 0) == 8)
         // The null device's timestamps are its own clock's model, and the row says so.
         #expect(row["timing"] as? String == "modelled")
