@@ -22,7 +22,7 @@ public final class BufferQueue: Sendable {
     /// The engine that mixes this queue.
     public let engine: QueueEngine
 
-    private let slot: QueueSlot
+    let slot: QueueSlot
     /// The engine slot this queue occupies; −1 once released.
     private let index = Atomic<Int>(-1)
     private let callback: OutputCallback

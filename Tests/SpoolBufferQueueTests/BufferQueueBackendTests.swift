@@ -75,6 +75,7 @@ struct RenderAllocationTests {
     @Test func steadyStateRenderingAllocatesNothing() throws {
         let device = try NullDevice(configuration: OutputConfiguration(sampleRate: 48_000, periodFrames: 256, periodCount: 2))
         let engine = QueueEngine(device: device)  // not started: this test is its render thread
+        engine.startsBelowFloor = false  // which makes no rewind pass (the next test does)
         let stereo = try AudioFormat(sampleRate: 48_000, channelCount: 2)
         let mono441 = try AudioFormat(sampleRate: 44_100, channelCount: 1)
         let refill: BufferQueue.OutputCallback = { queue, buffer in try? queue.enqueue(buffer) }
@@ -106,6 +107,38 @@ struct RenderAllocationTests {
         let allocations = spool_allocation_counting_end()
         #expect(allocations == 0)
         #expect(plain.framesPlayed > 200 * 256 / 2)
+    }
+
+    /// The rewind pass (`renderStarts`), driven on this thread as a device's render thread
+    /// would: a queue whose start is waiting for it is added into frames already mixed,
+    /// converted from 44.1 kHz, with no allocation; a render before it leaves the queue alone.
+    @Test func rewindPassAllocatesNothing() throws {
+        let device = try NullDevice(configuration: OutputConfiguration(sampleRate: 48_000, periodFrames: 256, periodCount: 3))
+        let engine = QueueEngine(device: device)  // never started: this test is its render thread
+        let mono441 = try AudioFormat(sampleRate: 44_100, channelCount: 1)
+        let queue = try BufferQueue(format: mono441, engine: engine) { _, _ in }
+        try queue.enqueue(try filledBuffer(queue, sine(frequency: 440, rate: 44_100, frames: 4_410, channels: 1)))
+        // What `start` does on a running device that rewinds: the mark, then the command.
+        queue.slot.rewindPending.store(HostTime.now(), ordering: .releasing)
+        queue.slot.commands.push(QueueCommand.start.rawValue)
+        let frames = 768
+        let buffer = UnsafeMutablePointer<Float>.allocate(capacity: frames * 2)
+        defer { buffer.deallocate() }
+        engine.render(into: buffer, frames: 256, timestamp: RenderTimestamp(sampleTime: 0, hostTime: HostTime.now()))
+        #expect(queue.framesPlayed == 0, "a render before the rewind pass carried out the start")
+        buffer.update(repeating: 0.25, count: frames * 2)
+        spool_allocation_counting_begin()
+        let started = engine.renderStarts(into: buffer, frames: frames, timestamp: RenderTimestamp(sampleTime: 256, hostTime: HostTime.now()))
+        let allocations = spool_allocation_counting_end()
+        #expect(allocations == 0)
+        #expect(started)
+        #expect(queue.framesPlayed > 600, "the pass rendered \(queue.framesPlayed) frames of the queue")
+        // Added to what was there: the frames mixed before (0.25) with the tone (0.5 peak,
+        // RMS 0.354) on top.
+        let added = (200..<700).map { buffer[2 * $0] - 0.25 }
+        #expect(abs(rms(added) - 0.354) < 0.02, "what the pass added has an RMS of \(rms(added))")
+        // Started once: a second pass adds nothing.
+        #expect(!engine.renderStarts(into: buffer, frames: frames, timestamp: RenderTimestamp(sampleTime: 256, hostTime: HostTime.now())))
     }
 }
 
