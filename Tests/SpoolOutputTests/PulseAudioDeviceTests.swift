@@ -227,11 +227,13 @@ struct SinkInput {
     var sampleSpecification = ""
     var bufferMicroseconds = 0
     var sinkMicroseconds = 0
+    var muted = false
     var properties: [String: String] = [:]
 
-    /// The sink input numbered `index`, or nil when pactl does not list it.
-    static func find(index: Int) throws -> SinkInput? {
-        let listing = try SoundServer.run("pactl", ["list", "sink-inputs"]).output
+    /// The sink input numbered `index` on `server` (the shared one when nil), or nil when
+    /// pactl does not list it.
+    static func find(index: Int, server: String? = nil) throws -> SinkInput? {
+        let listing = try SoundServer.run("pactl", (server.map { ["--server", $0] } ?? []) + ["list", "sink-inputs"]).output
         var found: SinkInput?
         var inside = false
         for line in listing.split(separator: "\n") {
@@ -251,6 +253,7 @@ struct SinkInput {
             if let spec = value("Sample Specification:") { found?.sampleSpecification = spec }
             if let buffer = value("Buffer Latency:") { found?.bufferMicroseconds = microseconds(buffer) }
             if let sink = value("Sink Latency:") { found?.sinkMicroseconds = microseconds(sink) }
+            if let mute = value("Mute:") { found?.muted = mute == "yes" }
             if let equals = text.range(of: " = \""), text.hasSuffix("\"") {
                 found?.properties[String(text[..<equals.lowerBound])] = String(text[equals.upperBound...].dropLast())
             }
