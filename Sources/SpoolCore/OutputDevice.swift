@@ -33,6 +33,20 @@ public enum OutputDeviceEvent: Sendable {
     case xrun(count: Int)
     /// The device went away; it has stopped. The error says which device and why.
     case deviceLost(AudioError)
+    /// The sound server asks the stream to pause (`true`: a stream of a higher-priority role,
+    /// a call, started elsewhere) or says that it may resume (`false`).
+    ///
+    /// The device does not cork itself: what to do is the caller's choice (an audio session
+    /// pauses its players, as iOS ends a session's playback when an interruption begins).
+    /// PulseAudio's `module-role-cork` sends these as the stream events
+    /// `PA_STREAM_EVENT_REQUEST_CORK` and `PA_STREAM_EVENT_REQUEST_UNCORK`, and mutes the
+    /// stream itself meanwhile; it asks for the uncork only of a stream that did pause, and
+    /// unmutes one that played on without a word. The corresponding Apple notification is
+    /// `AVAudioSession.interruptionNotification` (`.began`, `.ended`).
+    case corkRequested(Bool)
+    /// The sound server's outputs changed: a sink came or went, or its default changed.
+    /// The corresponding Apple notification is `AVAudioSession.routeChangeNotification`.
+    case routeChanged(OutputRouteChange)
 }
 
 /// The size of the device buffer a program asks for. The device reports what it really got.

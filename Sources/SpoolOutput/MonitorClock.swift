@@ -56,9 +56,11 @@ package final class MonitorClock: @unchecked Sendable {
     ///   - source: The source to record.
     ///   - channels: 1 or 2 (a monitor of a stereo sink recorded as mono is the channels' mix).
     ///   - fragmentMilliseconds: The record stream's fragment, 1…100 ms.
+    ///   - server: The server to record from (`pa_simple_new`'s server argument); `nil` for the default.
     /// - Throws: `.invalidParameter` for a channel count or fragment out of range;
     ///   `.deviceUnavailable` when libpulse-simple cannot be loaded or the server refuses the stream.
-    package init(source: String = "@DEFAULT_MONITOR@", channels: Int = 2, fragmentMilliseconds: Int = 5) throws {
+    package init(source: String = "@DEFAULT_MONITOR@", channels: Int = 2, fragmentMilliseconds: Int = 5,
+                 server: String? = nil) throws {
         guard (1...2).contains(channels), (1...100).contains(fragmentMilliseconds) else {
             throw AudioError(.invalidParameter, "a monitor recording takes 1 or 2 channels and a 1...100 ms fragment, "
                              + "not \(channels) and \(fragmentMilliseconds) ms")
@@ -69,7 +71,7 @@ package final class MonitorClock: @unchecked Sendable {
         var attributes = pa_buffer_attr(maxlength: UInt32.max, tlength: UInt32.max, prebuf: UInt32.max,
                                         minreq: UInt32.max, fragsize: fragment)
         var error: Int32 = 0
-        guard let stream = pulse.new(nil, "spool", PA_STREAM_RECORD, source, "monitor recording", &spec, nil,
+        guard let stream = pulse.new(server, "spool", PA_STREAM_RECORD, source, "monitor recording", &spec, nil,
                                      &attributes, &error) else {
             throw AudioError(.deviceUnavailable, "cannot record \(source) from the sound server: \(pulse.text(error))")
         }

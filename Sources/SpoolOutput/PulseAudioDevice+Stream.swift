@@ -21,6 +21,8 @@ final class PulseAudioStream: @unchecked Sendable {
     private(set) var context: OpaquePointer?
     private(set) var stream: OpaquePointer?
     let events: RenderThread.EventRelay
+    /// Follows the server's sinks through the context, for the device's `.routeChanged` events.
+    let sinkWatcher: PulseAudioSinkWatcher
     /// The device's name for messages, `pulse` or `pulse:SINK`.
     let name: String
     let format: AudioFormat
@@ -65,9 +67,7 @@ final class PulseAudioStream: @unchecked Sendable {
     ///   reached or does not answer within `timeout` seconds.
     init(name: String, format: AudioFormat, server: String?, applicationName: String, timeout: Double) throws {
         let pulse = try PulseAudioLibrary.shared.get()
-        guard let mainloop = pulse.mainloopNew() else {
-            throw AudioError(.deviceUnavailable, "\(name): cannot make a threaded main loop")
-        }
+        let mainloop = try pulse.startMainloop(threadName: "spool-pulse", owner: name)
         self.pulse = pulse
         self.mainloop = mainloop
         self.name = name
@@ -76,12 +76,10 @@ final class PulseAudioStream: @unchecked Sendable {
         events = RenderThread.EventRelay(label: "spool.\(name).events") { status in
             AudioError(.deviceLost, "\(name): \(pulse.text(status))", underlying: pulse.status(status))
         }
-        timingQueue = DispatchQueue(label: "spool.\(name).timing")
-        pulse.mainloopSetName(mainloop, "spool-pulse")
-        guard pulse.mainloopStart(mainloop) >= 0 else {
-            pulse.mainloopFree(mainloop)
-            throw AudioError(.deviceUnavailable, "\(name): cannot start the threaded main loop")
+        sinkWatcher = PulseAudioSinkWatcher(pulse: pulse, mainloop: mainloop, label: "spool.\(name).sinks") { [events] in
+            events.report($0)
         }
+        timingQueue = DispatchQueue(label: "spool.\(name).timing")
         do {
             try withMainloopLock { try connectContext(server: server, applicationName: applicationName, timeout: timeout) }
         } catch {
@@ -108,23 +106,12 @@ final class PulseAudioStream: @unchecked Sendable {
     /// seconds passed. The state callbacks signal the main loop; a 2 ms poll covers the rest.
     /// - Returns: Whether `done` returned true before the deadline.
     private func wait(timeout: Double, until done: () throws -> Bool) rethrows -> Bool {
-        let deadline = HostTime.now() + HostTime.nanoseconds(timeout)
-        while true {
-            if try done() { return true }
-            if HostTime.now() >= deadline { return false }
-            pulse.mainloopUnlock(mainloop)
-            usleep(2_000)
-            pulse.mainloopLock(mainloop)
-        }
+        try pulse.wait(on: mainloop, timeout: timeout, until: done)
     }
 
     /// Main loop lock: makes the context and waits until it is ready.
     private func connectContext(server: String?, applicationName: String, timeout: Double) throws {
-        guard let api = pulse.mainloopAPI(mainloop) else { throw AudioError(.deviceUnavailable, "\(name): no main loop API") }
-        let properties = pulse.proplistNew()
-        defer { pulse.proplistFree(properties) }
-        _ = pulse.proplistSets(properties, PA_PROP_APPLICATION_NAME, applicationName)
-        guard let context = pulse.contextNew(api, applicationName, properties) else {
+        guard let context = pulse.makeContext(on: mainloop, applicationName: applicationName) else {
             throw AudioError(.deviceUnavailable, "\(name): cannot make a PulseAudio context")
         }
         self.context = context
@@ -187,6 +174,7 @@ final class PulseAudioStream: @unchecked Sendable {
             guard let userdata else { return }
             Unmanaged<PulseAudioStream>.fromOpaque(userdata).takeUnretainedValue().events.reportXrun()
         }, me)
+        setEventCallback(stream)
 
         let period = UInt32(request.periodFrames * frameBytes)
         let target = period * UInt32(request.periodCount)
@@ -270,6 +258,7 @@ final class PulseAudioStream: @unchecked Sendable {
     func close() {
         guard !closing.exchange(true, ordering: .acquiringAndReleasing) else { return }
         timingTimer?.cancel()
+        sinkWatcher.stop()
         if pulse.mainloopInThread(mainloop) != 0 {
             // The main loop cannot join itself (only a renderer that drops the device's last
             // reference from inside `render` gets here): its thread is left running, holding
@@ -293,12 +282,14 @@ final class PulseAudioStream: @unchecked Sendable {
             pulse.streamSetStateCallback(stream, nil, nil)
             pulse.streamSetWriteCallback(stream, nil, nil)
             pulse.streamSetUnderflowCallback(stream, nil, nil)
+            pulse.streamSetEventCallback(stream, nil, nil)
             _ = pulse.streamDisconnect(stream)
             if freeing { pulse.streamUnref(stream) }
             self.stream = nil
         }
         if let context {
             pulse.contextSetStateCallback(context, nil, nil)
+            sinkWatcher.detach()
             pulse.contextDisconnect(context)
             if freeing { pulse.contextUnref(context) }
             self.context = nil

@@ -8,9 +8,11 @@ import SpoolCore
 /// the device renders whole periods (the granted `minreq`) straight into the server's
 /// shared-memory buffer. The stream's `media.role` and `application.name` are set, so the
 /// server's policies (role-based ducking, volume restore) see what plays. A stream whose sink
-/// or server goes away is reported as `.deviceLost`. libpulse is loaded with `dlopen` when the
-/// first device is opened, never linked. The corresponding Apple object is the output unit an
-/// Audio Queue renders to.
+/// or server goes away is reported as `.deviceLost`; the server's requests that the stream
+/// pause and resume (`module-role-cork`) as `.corkRequested`, which the device leaves to its
+/// owner; sinks coming and going and the default sink changing as `.routeChanged`. libpulse
+/// is loaded with `dlopen` when the first device is opened, never linked. The corresponding
+/// Apple object is the output unit an Audio Queue renders to.
 public final class PulseAudioDevice: OutputDevice {
     /// `pulse`, or `pulse:<sink>` for a named sink.
     public let name: String
@@ -86,6 +88,7 @@ public final class PulseAudioDevice: OutputDevice {
             stream.close()
             throw error
         }
+        stream.watchSinks()
         self.stream = stream
         self.name = name
         self.format = format
@@ -110,6 +113,11 @@ public final class PulseAudioDevice: OutputDevice {
     /// hold by the last timing update (`pa_stream_get_timing_info`, asked for every 100 ms),
     /// less the time since; 0 when stopped.
     public var queuedFrames: Int { stream.withMainloopLock { stream.latencyFrames() } }
+
+    /// Sink and server events the server has sent the device's context: a window of render
+    /// calls in which one came is not a measure of the render path alone, since libpulse
+    /// parses a new sink's description on the same thread.
+    var sinkEventCount: Int { stream.sinkWatcher.eventCount.load(ordering: .relaxed) }
 
     /// The stream's index on the server (`pa_stream_get_index`): its `Sink Input #` in `pactl`.
     var sinkInputIndex: Int { stream.withMainloopLock { stream.stream.map { Int(stream.pulse.streamGetIndex($0)) } ?? -1 } }
@@ -145,7 +153,9 @@ public final class PulseAudioDevice: OutputDevice {
     }
 
     /// Sets what to call, on a queue of the device's own (never the main loop's thread), when
-    /// the server reports an underrun or the stream goes away.
+    /// the server reports an underrun, the stream goes away, the server asks the stream to
+    /// pause or resume (`.corkRequested`), or a sink comes or goes or becomes the default
+    /// (`.routeChanged`).
     /// - Parameter handler: The handler, or `nil` to stop listening.
     public func setEventHandler(_ handler: (@Sendable (OutputDeviceEvent) -> Void)?) {
         stream.events.setHandler(handler)

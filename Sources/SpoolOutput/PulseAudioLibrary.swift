@@ -33,11 +33,22 @@ struct PulseAudioLibrary: @unchecked Sendable {
     typealias ContextCall = @convention(c) (OpaquePointer?) -> Void
     typealias ContextGetState = @convention(c) (OpaquePointer?) -> pa_context_state_t
     typealias ContextErrno = @convention(c) (OpaquePointer?) -> Int32
+    typealias ContextSetSubscribeCallback = @convention(c) (OpaquePointer?, pa_context_subscribe_cb_t?,
+                                                            UnsafeMutableRawPointer?) -> Void
+    typealias ContextSubscribe = @convention(c) (OpaquePointer?, pa_subscription_mask_t, pa_context_success_cb_t?,
+                                                 UnsafeMutableRawPointer?) -> OpaquePointer?
+    typealias ContextGetSinkInfoByIndex = @convention(c) (OpaquePointer?, UInt32, pa_sink_info_cb_t?, UnsafeMutableRawPointer?)
+        -> OpaquePointer?
+    typealias ContextGetSinkInfoList = @convention(c) (OpaquePointer?, pa_sink_info_cb_t?, UnsafeMutableRawPointer?)
+        -> OpaquePointer?
+    typealias ContextGetServerInfo = @convention(c) (OpaquePointer?, pa_server_info_cb_t?, UnsafeMutableRawPointer?)
+        -> OpaquePointer?
     typealias StatusText = @convention(c) (Int32) -> UnsafePointer<CChar>?
     typealias StreamNew = @convention(c) (OpaquePointer?, UnsafePointer<CChar>?, UnsafePointer<pa_sample_spec>?,
                                           UnsafePointer<pa_channel_map>?, OpaquePointer?) -> OpaquePointer?
     typealias StreamSetNotify = @convention(c) (OpaquePointer?, pa_stream_notify_cb_t?, UnsafeMutableRawPointer?) -> Void
     typealias StreamSetRequest = @convention(c) (OpaquePointer?, pa_stream_request_cb_t?, UnsafeMutableRawPointer?) -> Void
+    typealias StreamSetEvent = @convention(c) (OpaquePointer?, pa_stream_event_cb_t?, UnsafeMutableRawPointer?) -> Void
     typealias StreamConnectPlayback = @convention(c) (OpaquePointer?, UnsafePointer<CChar>?, UnsafePointer<pa_buffer_attr>?,
                                                       pa_stream_flags_t, UnsafePointer<pa_cvolume>?, OpaquePointer?) -> Int32
     typealias StreamStatus = @convention(c) (OpaquePointer?) -> Int32
@@ -57,6 +68,7 @@ struct PulseAudioLibrary: @unchecked Sendable {
     typealias StreamGetIndex = @convention(c) (OpaquePointer?) -> UInt32
     typealias StreamGetTimingInfo = @convention(c) (OpaquePointer?) -> UnsafePointer<pa_timing_info>?
     typealias OperationUnref = @convention(c) (OpaquePointer?) -> Void
+    typealias OperationGetState = @convention(c) (OpaquePointer?) -> pa_operation_state_t
     typealias ChannelMapInit = @convention(c) (UnsafeMutablePointer<pa_channel_map>?, UInt32, pa_channel_map_def_t)
         -> UnsafeMutablePointer<pa_channel_map>?
 
@@ -88,14 +100,23 @@ struct PulseAudioLibrary: @unchecked Sendable {
     let contextUnref: ContextCall
     let contextGetState: ContextGetState
     let contextErrno: ContextErrno
+    /// `pa_context_set_subscribe_callback`, `pa_context_subscribe`,
+    /// `pa_context_get_sink_info_by_index`, `_get_sink_info_list`, `_get_server_info`.
+    let contextSetSubscribeCallback: ContextSetSubscribeCallback
+    let contextSubscribe: ContextSubscribe
+    let contextGetSinkInfoByIndex: ContextGetSinkInfoByIndex
+    let contextGetSinkInfoList: ContextGetSinkInfoList
+    let contextGetServerInfo: ContextGetServerInfo
     /// `pa_stream_new_with_proplist`, `_set_state_callback`, `_set_write_callback`,
     /// `_set_underflow_callback`, `_connect_playback`, `_disconnect`, `_unref`, `_get_state`,
     /// `_get_buffer_attr`, `_begin_write`, `_cancel_write`, `_write`, `_writable_size`,
-    /// `_get_latency`, `_cork`, `_flush`, `_get_index`, `_update_timing_info`, `_get_timing_info`.
+    /// `_get_latency`, `_cork`, `_flush`, `_get_index`, `_update_timing_info`, `_get_timing_info`,
+    /// `_set_event_callback`.
     let streamNew: StreamNew
     let streamSetStateCallback: StreamSetNotify
     let streamSetWriteCallback: StreamSetRequest
     let streamSetUnderflowCallback: StreamSetNotify
+    let streamSetEventCallback: StreamSetEvent
     let streamConnectPlayback: StreamConnectPlayback
     let streamDisconnect: StreamStatus
     let streamUnref: StreamCall
@@ -111,8 +132,10 @@ struct PulseAudioLibrary: @unchecked Sendable {
     let streamGetIndex: StreamGetIndex
     let streamUpdateTimingInfo: StreamOperation
     let streamGetTimingInfo: StreamGetTimingInfo
-    /// `pa_operation_unref`.
+    /// `pa_operation_unref`, `pa_operation_cancel`, `pa_operation_get_state`.
     let operationUnref: OperationUnref
+    let operationCancel: OperationUnref
+    let operationGetState: OperationGetState
     /// `pa_channel_map_init_auto`.
     let channelMapInit: ChannelMapInit
     /// `pa_strerror`.
@@ -163,10 +186,16 @@ struct PulseAudioLibrary: @unchecked Sendable {
                 contextUnref: try function("pa_context_unref"),
                 contextGetState: try function("pa_context_get_state"),
                 contextErrno: try function("pa_context_errno"),
+                contextSetSubscribeCallback: try function("pa_context_set_subscribe_callback"),
+                contextSubscribe: try function("pa_context_subscribe"),
+                contextGetSinkInfoByIndex: try function("pa_context_get_sink_info_by_index"),
+                contextGetSinkInfoList: try function("pa_context_get_sink_info_list"),
+                contextGetServerInfo: try function("pa_context_get_server_info"),
                 streamNew: try function("pa_stream_new_with_proplist"),
                 streamSetStateCallback: try function("pa_stream_set_state_callback"),
                 streamSetWriteCallback: try function("pa_stream_set_write_callback"),
                 streamSetUnderflowCallback: try function("pa_stream_set_underflow_callback"),
+                streamSetEventCallback: try function("pa_stream_set_event_callback"),
                 streamConnectPlayback: try function("pa_stream_connect_playback"),
                 streamDisconnect: try function("pa_stream_disconnect"),
                 streamUnref: try function("pa_stream_unref"),
@@ -183,12 +212,55 @@ struct PulseAudioLibrary: @unchecked Sendable {
                 streamUpdateTimingInfo: try function("pa_stream_update_timing_info"),
                 streamGetTimingInfo: try function("pa_stream_get_timing_info"),
                 operationUnref: try function("pa_operation_unref"),
+                operationCancel: try function("pa_operation_cancel"),
+                operationGetState: try function("pa_operation_get_state"),
                 channelMapInit: try function("pa_channel_map_init_auto"),
                 statusText: try function("pa_strerror")))
         } catch let missing as Missing {
             return .failure(AudioError(.deviceUnavailable, "pulse: \(soname) lacks \(missing.name)"))
         } catch {
             return .failure(AudioError(.deviceUnavailable, "pulse: cannot load \(soname): \(error)"))
+        }
+    }
+}
+
+extension PulseAudioLibrary {
+    /// Makes a threaded main loop whose thread is named `threadName` and starts it.
+    /// - Throws: `.deviceUnavailable` (`<owner>: cannot …`) when libpulse cannot.
+    func startMainloop(threadName: String, owner: String) throws -> OpaquePointer {
+        guard let mainloop = mainloopNew() else {
+            throw AudioError(.deviceUnavailable, "\(owner): cannot make a threaded main loop")
+        }
+        mainloopSetName(mainloop, threadName)
+        guard mainloopStart(mainloop) >= 0 else {
+            mainloopFree(mainloop)
+            throw AudioError(.deviceUnavailable, "\(owner): cannot start the threaded main loop")
+        }
+        return mainloop
+    }
+
+    /// Makes a context on `mainloop` with `application.name` in its proplist
+    /// (`pa_context_new_with_proplist`); nil when libpulse refuses.
+    func makeContext(on mainloop: OpaquePointer, applicationName: String) -> OpaquePointer? {
+        guard let api = mainloopAPI(mainloop) else { return nil }
+        let properties = proplistNew()
+        defer { proplistFree(properties) }
+        _ = proplistSets(properties, PA_PROP_APPLICATION_NAME, applicationName)
+        return contextNew(api, applicationName, properties)
+    }
+
+    /// Main loop lock, off the main loop's thread: waits, letting the main loop run, until
+    /// `done` says stop or `timeout` seconds passed. A 2 ms poll, the lock released in
+    /// between: a reply or a state change that no callback signals is seen as soon.
+    /// - Returns: Whether `done` returned true before the deadline.
+    func wait(on mainloop: OpaquePointer, timeout: Double, until done: () throws -> Bool) rethrows -> Bool {
+        let deadline = HostTime.now() + HostTime.nanoseconds(timeout)
+        while true {
+            if try done() { return true }
+            if HostTime.now() >= deadline { return false }
+            mainloopUnlock(mainloop)
+            usleep(2_000)
+            mainloopLock(mainloop)
         }
     }
 }

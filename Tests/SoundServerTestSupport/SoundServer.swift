@@ -123,9 +123,9 @@ public final class MonitorRecorder: Sendable {
     private let clock: MonitorClock
     private let origin = Locked(Double.infinity)
 
-    /// Starts recording `source`.
-    public init(source: String) throws {
-        clock = try MonitorClock(source: source, channels: 1, fragmentMilliseconds: 20)
+    /// Starts recording `source`, on `server` when given (a `PrivateSoundServer.address`).
+    public init(source: String, server: String? = nil) throws {
+        clock = try MonitorClock(source: source, channels: 1, fragmentMilliseconds: 20, server: server)
     }
 
     /// Stops recording and returns the samples.
