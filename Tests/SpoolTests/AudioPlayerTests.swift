@@ -416,18 +416,64 @@ struct AudioPlayerTests {
         for target in [6_000, 12_800, 30_000] {
             _ = try rig.render(target - rendered)
             rendered = target
-            player.updateMeters()
-            let end = player.currentFrame / 256 * 256
-            let window = (end - player.meteringWindowFrames)..<end
-            for c in 0..<2 {
-                let values = window.map { samples[$0 * 2 + c] }
-                let average = Float(10 * log10(values.reduce(0.0) { $0 + Double($1) * Double($1) } / Double(values.count)))
-                let peak = 20 * log10(values.map(abs).max() ?? 0)
-                #expect(abs(try player.averagePower(forChannel: c) - average) < 0.01, "channel \(c) at \(end)")
-                #expect(abs(try player.peakPower(forChannel: c) - peak) < 0.01, "channel \(c) at \(end)")
-            }
+            try Self.expectMetersReadTheWindowAtThePlayPosition(player, samples)
         }
         expectError(.invalidParameter, "channel 2 of a stereo source") { _ = try player.peakPower(forChannel: 2) }
+    }
+
+    /// After a seek the meters measure the frames heard from the seek on, in the same window
+    /// as without one: the whole 256-frame blocks of the source that end at the frame playing.
+    /// (They measured blocks counted from the seek's frame, up to a block off the play
+    /// position, and the seek's first block as if it were whole: 0.04 to 0.3 dB off on this
+    /// 20 dB/s ramp.)
+    @Test(arguments: Backend.allCases)
+    func metersAfterASeekReadTheFramesAtThePlayPosition(_ kind: Backend) throws {
+        let rig = try Rig(kind)
+        // A 750 Hz tone rising 20 dB a second, from -40 dBFS: every frame has its own level.
+        var samples: [Float] = []
+        for i in 0..<96_000 {
+            let t = Double(i) / 48_000
+            let v = Float(pow(10, (-40 + 20 * t) / 20) * sin(2 * Double.pi * 750 * t))
+            samples += [v, v * 0.5]
+        }
+        let (player, _) = try makePlayer(rig, try PCMBuffer(format: stereo48, samples: samples))
+        player.setMeteringEnabled(true)
+        try player.play()
+        _ = try rig.render(4_800)
+        // Targets off the 256-frame grid, one while playing, one while paused.
+        try player.setCurrentTime(Double(30_100) / 48_000)
+        for _ in 0..<4 {
+            _ = try rig.render(1_000)
+            try Self.expectMetersReadTheWindowAtThePlayPosition(player, samples, heardFrom: 30_100)
+        }
+        try player.pause()
+        _ = try rig.render(1_024)
+        try player.seek(toFrame: 60_170)
+        try player.play()
+        for _ in 0..<4 {
+            _ = try rig.render(1_000)
+            try Self.expectMetersReadTheWindowAtThePlayPosition(player, samples, heardFrom: 60_170)
+        }
+    }
+
+    /// Updates the meters and expects them to read the power of `samples` (stereo) over the
+    /// `meteringWindowFrames` frames of whole 256-frame blocks that end at the frame playing,
+    /// or over those heard since frame `heardFrom` (where playback started or a seek landed).
+    static func expectMetersReadTheWindowAtThePlayPosition(_ player: AudioPlayer, _ samples: [Float], heardFrom: Int = 0,
+                                                           sourceLocation: SourceLocation = #_sourceLocation) throws {
+        player.updateMeters()
+        let end = player.currentFrame / 256 * 256
+        let window = max(heardFrom, end - player.meteringWindowFrames)..<end
+        for c in 0..<2 {
+            let values = window.map { samples[$0 * 2 + c] }
+            let average = Float(10 * log10(values.reduce(0.0) { $0 + Double($1) * Double($1) } / Double(values.count)))
+            let peak = 20 * log10(values.map(abs).max() ?? 0)
+            let (measuredAverage, measuredPeak) = (try player.averagePower(forChannel: c), try player.peakPower(forChannel: c))
+            #expect(abs(measuredAverage - average) < 0.01, "channel \(c) at \(end): average \(measuredAverage), not \(average) dB",
+                    sourceLocation: sourceLocation)
+            #expect(abs(measuredPeak - peak) < 0.01, "channel \(c) at \(end): peak \(measuredPeak), not \(peak) dB",
+                    sourceLocation: sourceLocation)
+        }
     }
 
     // MARK: Bad calls

@@ -513,9 +513,10 @@ public final class AudioPlayer: Sendable {
     }
 
     /// Measures the meters over the `meteringWindowFrames` frames of the source that end at
-    /// the frame being played (`currentTime`, counted in whole 256-frame blocks), for
-    /// `averagePower(forChannel:)` and `peakPower(forChannel:)` to read. Does nothing unless
-    /// metering is enabled. The corresponding Apple call is `updateMeters()`.
+    /// the frame being played (`currentTime`, counted in whole 256-frame blocks of the source),
+    /// for `averagePower(forChannel:)` and `peakPower(forChannel:)` to read: the frames heard,
+    /// so that after a play or a seek began less than a window ago, only those since. Does
+    /// nothing unless metering is enabled. The corresponding Apple call is `updateMeters()`.
     public func updateMeters() {
         control.withLock { c in
             guard c.isMeteringEnabled else { return }

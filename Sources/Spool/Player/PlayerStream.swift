@@ -164,7 +164,7 @@ final class PlayerStream: AudioDecoder, @unchecked Sendable {
         shared.withLock { s in
             s.checkpoints = []
             s.seekFrame = frame
-            s.meter.reset()
+            s.meter.reset(atSourceFrame: frame)
             s.seams = 0
         }
     }
