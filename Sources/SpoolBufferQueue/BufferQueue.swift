@@ -294,8 +294,10 @@ public final class BufferQueue: Sendable {
         reportRunning()
     }
 
-    /// Pauses playback; `start()` resumes from the same frame. Fades out over 5 ms; a start
-    /// scheduled for later is cancelled. Does nothing unless playing.
+    /// Pauses playback; `start()` resumes from the same frame. Fades out over 5 ms, whose
+    /// frames are read when the render side carries the pause out, so `framesPlayed` holds
+    /// the frame the fade ends on from when this returns (offline too, before the fade is
+    /// rendered); a start scheduled for later is cancelled. Does nothing unless playing.
     /// - Throws: `.invalidState` after `dispose()`.
     /// The corresponding Apple call is `AudioQueuePause`.
     public func pause() throws {

@@ -148,8 +148,10 @@ public struct VoiceHandlerToken: Hashable, Sendable {
 ///
 /// **Position.** `framesPlayed` counts source frames taken from the buffers since the last
 /// start from `.stopped`: exact to the frame at equal rates; under rate conversion it runs
-/// ahead of what is heard by the converter's look-ahead (under 30 ms). After a played-out
-/// stop it equals every frame that was enqueued: no frame is dropped at either end.
+/// ahead of what is heard by the converter's look-ahead (under 30 ms). While paused it is the
+/// frame `start` resumes on, steady from the moment `pause()` returns (also offline, where the
+/// fade is rendered later). After a played-out stop it equals every frame that was enqueued:
+/// no frame is dropped at either end.
 ///
 /// | call | `.stopped` | `.playing` | `.paused` | draining | ended |
 /// | --- | --- | --- | --- | --- | --- |
@@ -232,9 +234,10 @@ public protocol PlaybackVoice: AnyObject, Sendable {
     /// The corresponding Apple call is `AudioQueueStart`; OpenAL's is `alSourcePlay`.
     func start(atHostTime hostTime: UInt64?) throws
 
-    /// Pauses a playing voice: it fades out (5 ms on the queue, one mixer update on OpenAL)
-    /// and holds the frame the fade ends on, which `start` resumes from. A scheduled start
-    /// not yet reached is cancelled. Does nothing unless playing.
+    /// Pauses a playing voice: it fades out over `VoiceParameters.declickSeconds` (5 ms; on
+    /// OpenAL playing to a sound server, one mixer update) and holds the frame the fade ends
+    /// on, which `start` resumes from (fading in alike) and `framesPlayed` reads from when
+    /// this returns. A scheduled start not yet reached is cancelled. Does nothing unless playing.
     ///
     /// - Throws: `.invalidState` once disposed, or the back-end's error.
     ///

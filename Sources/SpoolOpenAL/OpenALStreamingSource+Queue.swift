@@ -90,6 +90,40 @@ extension OpenALStreamingSource {
         return ahead
     }
 
+    /// Source frames taken since the start at the frame OpenAL's mixer has reached (see
+    /// `framesPlayed`); during a pause's fade on a device Spool renders, at the frame the
+    /// glide ends on, where the pause will hold.
+    func position(_ st: State) -> Int {
+        guard let source = st.source else { return st.playedFrames }
+        switch Self.sourceState(source) {
+        case AL_PLAYING, AL_PAUSED:
+            if device.rendersBySpool, let fade = st.fade, !fade.stopping, let end = fade.glideEnd {
+                return Self.sourceFrames(atQueuedFrame: end - st.unqueuedFrames, st)
+            }
+            var offset: Int32 = 0
+            alGetSourcei(source, AL_SAMPLE_OFFSET, &offset)
+            return Self.sourceFrames(atQueuedFrame: Int(offset), st)
+        case AL_STOPPED where st.playingInAL:
+            return st.queued.last?.readAfter ?? st.playedFrames
+        default:
+            return st.playedFrames
+        }
+    }
+
+    /// The source frames the converter had taken when it made frame `offset` of the chunks
+    /// queued now (counted from the first).
+    private static func sourceFrames(atQueuedFrame offset: Int, _ st: State) -> Int {
+        var left = offset
+        for entry in st.queued {
+            if left < entry.frames {
+                let share = Double(entry.readAfter - entry.readBefore) * Double(left) / Double(entry.frames)
+                return entry.readBefore + Int(share.rounded(.down))
+            }
+            left -= entry.frames
+        }
+        return st.queued.last?.readAfter ?? st.playedFrames
+    }
+
     /// Frames queued on the OpenAL source that its mixer has not reached yet.
     private func framesQueuedAhead(_ st: State, source: UInt32) -> Int {
         let total = st.queued.reduce(0) { $0 + $1.frames }
@@ -239,21 +273,26 @@ extension OpenALStreamingSource {
         st.playingInAL = true
     }
 
-    /// Silences the source (OpenAL glides its gain to 0 over the next update) and notes when
-    /// the pump may pause or stop it.
+    /// Silences the source (OpenAL glides its gain to 0 over the next mix: 5 ms on a device
+    /// Spool renders, one update on a sound server) and notes when the pump may pause or stop it.
     func fadeOut(_ st: inout State, source: UInt32, stopping: Bool) {
         st.parameters.muted = true
-        st.parameters.applyGain(to: source)
+        let start = device.glidingOverDeclick { () -> (offset: Int, clock: Int64)? in
+            st.parameters.applyGain(to: source)
+            return stopping ? nil : Self.offsetAndClock(source)
+        }
         var fade = Fade(stopping: stopping, until: device.clockNanoseconds() + device.settleNanoseconds,
                         hostDeadline: device.rendersOnDemand ? nil
                             : HostTime.now() + UInt64(2 * device.settleNanoseconds) + HostTime.nanoseconds(0.05))
-        if !stopping, let now = Self.offsetAndClock(source) {
+        if let start {
             // Read after the change: a mix that began before it did not take it, and the read
-            // waits that mix out, so the glide is the next mix after this clock. (A mix that
-            // began between the change and the read took it and is waited out too: then the
-            // glide is already over, and the pause loses that one mix, never plays it twice.)
-            fade.glideClock = now.clock
-            fade.glideEnd = st.unqueuedFrames + now.offset + device.updateFrames
+            // waits that mix out, so the glide is the next mix after this clock. On a device
+            // Spool renders no mix begins in between (`glidingOverDeclick`). On a sound server
+            // a mix that began between the change and the read took it and is waited out too:
+            // then the glide is already over, and the pause loses that one mix, never plays it
+            // twice.
+            fade.glideClock = start.clock
+            fade.glideEnd = st.unqueuedFrames + start.offset + device.glideFrames
         }
         st.fade = fade
     }
@@ -265,9 +304,9 @@ extension OpenALStreamingSource {
     ///
     /// The glide's end is the offset read in this pass once the clock has moved past the
     /// glide: exact when no further mix came in between. On the devices Spool renders itself
-    /// one update at a time (null, loopback) each mix is at most one update, so it is no later
-    /// than one update past the offset read at the change, which is exact however late the
-    /// pass. On a sound server a mix is one update or more, so only the offset read here
+    /// (null, loopback) the glide is the mix of `declickFrames` right after the change, so it
+    /// ends that many frames past the offset read at the change, which is exact however late
+    /// the pass. On a sound server a mix is one update or more, so only the offset read here
     /// is sure not to land inside the glide (which would play its frames twice).
     func finishPauseFade(_ st: inout State, source: UInt32, force: Bool) {
         guard let fade = st.fade, !fade.stopping else { return }

@@ -188,6 +188,36 @@ struct AudioPlayerTests {
         #expect(log.events == ["finished(true)"])
     }
 
+    /// From the moment `pause()` returns, `currentTime` reads the frame play resumes on, and
+    /// holds it; both back-ends fade out over the same 5 ms (220 frames at 44.1 kHz) whatever
+    /// the device's period. (It read the pause's frame, then moved on by the fade once that
+    /// was rendered: 1.004989 s on the queue, 1.011610 s on OpenAL, whose fade was one mixer
+    /// update of 512 frames.)
+    @Test(arguments: Backend.allCases)
+    func currentTimeWhilePausedIsTheFrameItResumesOnFromThePause(_ kind: Backend) throws {
+        let rig = try Rig(kind, rate: 44_100, periodFrames: 512)
+        let format = try AudioFormat(sampleRate: 44_100, channelCount: 2)
+        let (player, _) = try makePlayer(rig, try PCMBuffer(format: format, samples: identityFrames(0..<88_200)))
+        try player.play()
+        var out = try rig.render(44_100)
+        try player.pause()
+        let held = player.currentFrame, time = player.currentTime
+        #expect(held == 44_100 + 220, "\(kind): the pause holds the frame its 5 ms fade ends on, not \(held)")
+        out += try rig.render(1_000)
+        #expect(player.currentFrame == held && player.currentTime == time, "steady while the fade and the pause render")
+        let silence = try rig.render(2_048)
+        #expect(silence.allSatisfy { $0 == 0 })
+        #expect(player.currentFrame == held)
+        let fade = decodeIdentity(Array(out.dropFirst(44_100 * 2))).compactMap { $0 }
+        #expect((219...220).contains(fade.count), "\(kind): the fade-out sounds \(fade.count) frames")
+        try player.play()
+        let resumed = try rig.render(until: { player.state == .stopped }, limit: 96_000)
+        let before = decodeIdentity(out).compactMap { $0 }
+        let after = decodeIdentity(resumed).compactMap { $0 }
+        #expect(runs(before) == "0..<\(held)" || runs(before) == "0..<\(held - 1)", "before the pause; held at \(held)")
+        #expect(runs(after) == "\(held + 1)..<88200" || runs(after) == "\(held)..<88200", "after it; held at \(held)")
+    }
+
     @Test(arguments: Backend.allCases)
     func seekingWhilePlayingPlaysOnFromTheExactFrame(_ kind: Backend) throws {
         let rig = try Rig(kind)

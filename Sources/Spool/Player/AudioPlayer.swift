@@ -42,7 +42,8 @@ import SpoolResampling
 /// **Position.** `currentTime` is the source frame the voice has taken into the output,
 /// exact to the frame at equal rates (under rate conversion it leads what is heard by the
 /// converter's look-ahead, under 30 ms; with the pitch-preserving rate it is interpolated from
-/// the time-stretcher's record, within a few milliseconds).
+/// the time-stretcher's record, within a few milliseconds). While paused it is the frame play
+/// resumes on, from the moment `pause()` returns.
 public final class AudioPlayer: Sendable {
     /// Where the player's transport is; see the table above.
     public enum State: Sendable, Equatable, CustomStringConvertible {
@@ -316,8 +317,9 @@ public final class AudioPlayer: Sendable {
         }
     }
 
-    /// Pauses a playing player: a 5 ms fade-out, then it holds its place; `play()` resumes
-    /// there. Does nothing otherwise. The corresponding Apple call is `pause()`.
+    /// Pauses a playing player: a 5 ms fade-out, then it holds the frame the fade ends on,
+    /// which `currentTime` reads from the moment this returns and `play()` resumes on. Does
+    /// nothing otherwise. The corresponding Apple call is `pause()`.
     ///
     /// - Throws: The back-end's error.
     public func pause() throws {
