@@ -52,6 +52,7 @@ public final class BufferQueue: Sendable {
         var pendingReset = false
         var runningListener: (@Sendable (Bool) -> Void)?
         var stopObserver: (@Sendable (VoiceFinish) -> Void)?
+        var positionObserver: (@Sendable (Int) -> Void)?
         var lastReportedRunning = false
         var volume: Float = 1
         var pan: Float = 0
@@ -446,6 +447,18 @@ public final class BufferQueue: Sendable {
         state.withLock { $0.stopObserver = observer }
     }
 
+    /// Sets what the seam's voice hears of the position: called with `framesPlayed` at each
+    /// delivery once it has reached `setPositionFrame(_:)`'s frame, before the buffers and
+    /// stops of that delivery. Runs where the callback runs.
+    func setPositionObserver(_ observer: (@Sendable (Int) -> Void)?) {
+        state.withLock { $0.positionObserver = observer }
+    }
+
+    /// Sets the `framesPlayed` the position observer waits for; nil for none.
+    func setPositionFrame(_ frame: Int?) {
+        slot.positionFrame.store(frame ?? .max, ordering: .relaxed)
+    }
+
     /// Sets what to call when `isRunning` changes; it runs where the callback runs.
     /// The corresponding Apple call is `AudioQueueAddPropertyListener`.
     public func setRunningListener(_ listener: (@Sendable (Bool) -> Void)?) {
@@ -606,6 +619,12 @@ public final class BufferQueue: Sendable {
                 return buffer
             }
             if let buffer { items.append(.buffer(buffer)) }
+        }
+        // Read after the items: the render side counts frames before it reports what they
+        // finished, so a position reached before a stop is told before it.
+        let played = slot.framesPlayed.load(ordering: .acquiring)
+        if played >= slot.positionFrame.load(ordering: .relaxed), let observer = state.withLock({ $0.positionObserver }) {
+            if let callbackQueue { callbackQueue.sync { observer(played) } } else { observer(played) }
         }
         for item in items {
             let call: @Sendable () -> Void

@@ -77,6 +77,9 @@ final class QueueSlot: @unchecked Sendable {
     let underruns = Atomic<Int>(0)
     let discontinuity = Atomic<Bool>(false)
     let framesPlayed = Atomic<Int>(0)
+    /// The `framesPlayed` a position observer waits for (`Int.max` for none): once reached,
+    /// every period is due for delivery until the control side moves it on.
+    let positionFrame = Atomic<Int>(Int.max)
     let queuedFrames = Atomic<Int>(0)
     /// The timeline at the end of the last rendered period (Double bits).
     let renderedTimeline = Atomic<UInt64>(0)
@@ -529,7 +532,7 @@ final class QueueSlot: @unchecked Sendable {
             done += n
             timeline += Double(n)
             playedSinceStart = true
-            framesPlayed.add(n, ordering: .relaxed)
+            if framesPlayed.add(n, ordering: .relaxed).newValue >= positionFrame.load(ordering: .relaxed) { due = true }
             queuedFrames.subtract(n, ordering: .relaxed)
             if positionInBuffer >= d.frames {
                 completedAt[Int(current)] = HostTime.now()

@@ -19,6 +19,8 @@ extension OpenALStreamingSource {
             if let due = st.scheduledStart, due <= step.heardHostTime {
                 st.scheduledStart = nil
             }
+            // Before `feed`, which may finish the play: what it reached is told first.
+            let played = tellPositions(&st)
             if let fade = st.fade {
                 if fade.stopping {
                     if fade.isOver(clock: step.clock) { stopNow(&st, source: source, report: .stopped) }
@@ -30,7 +32,7 @@ extension OpenALStreamingSource {
             if st.parameters.advance(clock: step.clock, lookahead: device.updateNanoseconds) {
                 st.parameters.applyGain(to: source)
             }
-            st.restUntil = restingUntil(st, clock: step.clock, ahead: ahead ?? nil)
+            st.restUntil = restingUntil(st, clock: step.clock, ahead: ahead ?? nil, played: played)
         }
         if outbox.withLock({ !$0.calls.isEmpty }) { deliveries.add { [self] in drainOutbox(waiting: false) } }
     }
@@ -49,12 +51,27 @@ extension OpenALStreamingSource {
 
     /// On a device that mixes in real time, a voice playing with its whole lead queued and
     /// nothing else under way (no fade, no scheduled start, no volume ramp, no end to play
-    /// out) needs nothing until the mixer has taken a chunk of it: the device clock then.
-    private func restingUntil(_ st: State, clock: Int64, ahead: Int?) -> Int64? {
+    /// out) needs nothing until the mixer has taken a chunk of it, or has reached the frame a
+    /// position handler waits for (`played` is where it is now): the device clock then.
+    private func restingUntil(_ st: State, clock: Int64, ahead: Int?, played: Int?) -> Int64? {
         guard !device.rendersOnDemand, let ahead, ahead >= leadFrames, st.transport == .playing, st.playingInAL,
               st.fade == nil, st.scheduledStart == nil, st.parameters.ramp == nil, !st.draining else { return nil }
         let frames = ahead - (leadFrames - chunkFrames)
-        return clock + Int64((Double(frames) * 1e9 / device.format.sampleRate).rounded(.down))
+        var seconds = Double(frames) / device.format.sampleRate
+        if let next = st.handlers.nextPositionFrame(play: st.play), let played {
+            seconds = min(seconds, Double(max(0, next - played)) / (format.sampleRate * Double(st.parameters.pitch)))
+        }
+        return clock + Int64((seconds * 1e9).rounded(.down))
+    }
+
+    /// Puts the calls of the position handlers the mixer has reached in the outbox.
+    /// - Returns: Where the mixer is (`position`), when a position handler waits.
+    private func tellPositions(_ st: inout State) -> Int? {
+        guard st.handlers.nextPositionFrame(play: st.play) != nil else { return nil }
+        let played = position(st)
+        let reached = st.handlers.takePositionHandlers(reached: played, play: st.play)
+        if !reached.isEmpty { outbox.withLock { box in box.calls.append { for handler in reached { handler() } } } }
+        return played
     }
 
     // MARK: Queue work

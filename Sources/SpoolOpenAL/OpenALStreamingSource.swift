@@ -162,6 +162,8 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
         /// The handlers set with `setBufferConsumedHandler` / `setFinishedHandler`.
         var setConsumed: VoiceHandlerToken?
         var setFinished: VoiceHandlerToken?
+        /// Plays begun (starts from `.stopped`): what position handlers belong to.
+        var play = 0
     }
 
     /// Makes a streaming source on `device`, taking one of its sources (`alGenSources`).
@@ -241,6 +243,14 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
 
     public func addFinishedHandler(_ handler: @escaping @Sendable (VoiceFinish) -> Void) -> VoiceHandlerToken {
         locked.withLock { $0.handlers.addFinished(handler) }
+    }
+
+    public func addPositionHandler(atFramesPlayed frame: Int,
+                                   _ handler: @escaping @Sendable () -> Void) -> VoiceHandlerToken {
+        locked.withLock { st in
+            st.restUntil = nil
+            return st.handlers.addPosition(atFramesPlayed: frame, play: st.transport == .stopped ? st.play + 1 : st.play, handler)
+        }
     }
 
     public func removeHandler(_ token: VoiceHandlerToken) {
@@ -325,6 +335,8 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
                     device.glidingOverDeclick { st.parameters.applyGain(to: source) }
                 }
                 if st.transport == .stopped {
+                    st.play += 1
+                    st.handlers.dropPositionHandlers(through: st.play - 1)
                     st.sourceRead = 0
                     st.playedFrames = 0
                     st.converterEnded = false
@@ -379,6 +391,7 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
                 }
                 st.draining = false
                 st.scheduledStart = nil
+                if st.transport != .stopped { st.handlers.dropPositionHandlers(through: st.play) }
                 handBack(&st, st.pending)
                 st.pending = []
                 st.readOffset = 0
