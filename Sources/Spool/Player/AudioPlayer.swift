@@ -86,6 +86,15 @@ public final class AudioPlayer: Sendable {
     private let stream: PlayerStream
     private let control: Locked<Control>
     private let ending = Locked(Ending())
+    /// The voice as the feeding thread reaches it (`whenPlayed`), which may run inside
+    /// `control`; with what was asked before there was a voice.
+    private let positions = Locked(Positions())
+
+    private struct Positions: @unchecked Sendable {
+        // Sendable: the voice is Sendable; reached only through the lock.
+        var voice: (any PlaybackVoice)?
+        var waiting: [(framesPlayed: Int, body: @Sendable (UInt64) -> Void)] = []
+    }
 
     /// The transport and settings; every public call holds this lock for its whole length, so
     /// calls are serialised. Voice handlers never take it (they record in `ending`).
@@ -209,6 +218,7 @@ public final class AudioPlayer: Sendable {
     }
 
     deinit {
+        positions.withLock { $0 = Positions() }
         let voice = control.withLock { $0.voice }
         guard let voice else { return }
         // A playing voice fades out rather than stopping on a click.
@@ -578,6 +588,7 @@ public final class AudioPlayer: Sendable {
             c.voice?.dispose()
             c.voice = nil
             c.feeder = nil
+            positions.withLock { $0.voice = nil }
         }
         c.state = .stopped
         c.startFrame = 0
@@ -596,6 +607,11 @@ public final class AudioPlayer: Sendable {
             try feeder.seek(toFrame: c.startFrame)
         } else {
             let voice = try c.quality.map { try backend.makeVoice(format: format, quality: $0) } ?? backend.makeVoice(format: format)
+            let waiting = positions.withLock { p in
+                defer { (p.voice, p.waiting) = (voice, []) }
+                return p.waiting
+            }
+            for (framesPlayed, body) in waiting { watch(voice, framesPlayed: framesPlayed, body) }
             do {
                 try voice.setVolume(c.volume)
                 try voice.setPan(c.pan)
@@ -605,6 +621,7 @@ public final class AudioPlayer: Sendable {
                 c.voice = voice
                 c.feeder = feeder
             } catch {
+                positions.withLock { $0.voice = nil }
                 voice.dispose()
                 throw error
             }
@@ -661,6 +678,35 @@ public final class AudioPlayer: Sendable {
         try c.voice?.setPlaybackRate(varispeedRate(c))
         guard c.state != .stopped, hadStage != (tempo != nil) else { return }
         try move(&c, to: frame(c))
+    }
+
+    /// Calls `body` where the voice's handlers run once the source frames before `frame` of
+    /// the stream being fed have been played (taken into the output), with the `HostTime` at
+    /// which the last of them is heard: offline during the render call that renders it, in
+    /// real time within a device period of its being rendered. Nothing is called when the run
+    /// ends first (a stop, a seek, an end before `frame`). Safe from inside the player's own
+    /// calls and its feeding thread.
+    func whenPlayed(upTo frame: Int, _ body: @escaping @Sendable (_ heardAt: UInt64) -> Void) {
+        let framesPlayed = stream.streamFrame(ofSourceFrame: frame)
+        let voice = positions.withLock { p -> (any PlaybackVoice)? in
+            if p.voice == nil { p.waiting.append((framesPlayed, body)) }
+            return p.voice
+        }
+        if let voice { watch(voice, framesPlayed: framesPlayed, body) }
+    }
+
+    /// Adds the position handler of `whenPlayed` to `voice`.
+    private func watch(_ voice: any PlaybackVoice, framesPlayed: Int, _ body: @escaping @Sendable (UInt64) -> Void) {
+        let rate = format.sampleRate
+        voice.addPositionHandler(atFramesPlayed: framesPlayed) { [weak voice] in
+            guard let voice else { return }
+            // The frame was taken into the output `since` seconds ago (less than a period; at
+            // the source's own speed, close enough under varispeed); it is heard once what the
+            // output holds ahead of the speaker has played.
+            let since = Double(voice.framesPlayed - framesPlayed) / rate
+            let ahead = max(0, voice.outputLatency - max(0, since))
+            body(HostTime.now() &+ HostTime.nanoseconds(ahead))
+        }
     }
 
     /// Called on the voice's callback thread when a run's feed ends: records it (the next
