@@ -177,15 +177,22 @@ struct AudioPlayerTests {
         let silence = try rig.render(2048)
         #expect(silence.allSatisfy { $0 == 0 }, "a paused player plays silence")
         #expect(player.currentFrame == held)
-        try player.play()
-        let resumed = try rig.render(until: { player.state == .stopped }, limit: 48_000)
-        let before = decodeIdentity(out).compactMap { $0 }
-        let after = decodeIdentity(resumed).compactMap { $0 }
-        // The fade-out ends on the held frame at gain 0 and the fade-in starts there at gain 0,
-        // so the frame itself is not seen; every other frame plays once, none is lost.
-        #expect(runs(before) == "0..<\(held)" || runs(before) == "0..<\(held - 1)", "before the pause; held at \(held)")
-        #expect(runs(after) == "\(held + 1)..<20000" || runs(after) == "\(held)..<20000", "after it; held at \(held)")
+        try Self.expectResumeOnTheHeldFrame(player, rig, before: out, held: held, frames: 20_000)
         #expect(log.events == ["finished(true)"])
+    }
+
+    /// Resumes a paused player and expects every one of its `frames` identity frames to play
+    /// once across the pause: the fade-out ends on the `held` frame at gain 0 and the fade-in
+    /// starts there at gain 0, so that frame itself may not be seen; none other is lost.
+    static func expectResumeOnTheHeldFrame(_ player: AudioPlayer, _ rig: Rig, before out: [Float], held: Int, frames: Int,
+                                           sourceLocation: SourceLocation = #_sourceLocation) throws {
+        try player.play()
+        let resumed = try rig.render(until: { player.state == .stopped }, limit: 2 * frames)
+        let before = runs(decodeIdentity(out).compactMap { $0 }), after = runs(decodeIdentity(resumed).compactMap { $0 })
+        #expect(before == "0..<\(held)" || before == "0..<\(held - 1)", "before the pause: \(before); held at \(held)",
+                sourceLocation: sourceLocation)
+        #expect(after == "\(held + 1)..<\(frames)" || after == "\(held)..<\(frames)", "after it: \(after); held at \(held)",
+                sourceLocation: sourceLocation)
     }
 
     /// From the moment `pause()` returns, `currentTime` reads the frame play resumes on, and
@@ -210,12 +217,7 @@ struct AudioPlayerTests {
         #expect(player.currentFrame == held)
         let fade = decodeIdentity(Array(out.dropFirst(44_100 * 2))).compactMap { $0 }
         #expect((219...220).contains(fade.count), "\(kind): the fade-out sounds \(fade.count) frames")
-        try player.play()
-        let resumed = try rig.render(until: { player.state == .stopped }, limit: 96_000)
-        let before = decodeIdentity(out).compactMap { $0 }
-        let after = decodeIdentity(resumed).compactMap { $0 }
-        #expect(runs(before) == "0..<\(held)" || runs(before) == "0..<\(held - 1)", "before the pause; held at \(held)")
-        #expect(runs(after) == "\(held + 1)..<88200" || runs(after) == "\(held)..<88200", "after it; held at \(held)")
+        try Self.expectResumeOnTheHeldFrame(player, rig, before: out, held: held, frames: 88_200)
     }
 
     @Test(arguments: Backend.allCases)
