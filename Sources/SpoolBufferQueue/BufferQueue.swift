@@ -52,6 +52,7 @@ public final class BufferQueue: Sendable {
         var pendingReset = false
         var runningListener: (@Sendable (Bool) -> Void)?
         var stopObserver: (@Sendable (VoiceFinish) -> Void)?
+        var positionObserver: (@Sendable (Int) -> Void)?
         var lastReportedRunning = false
         var volume: Float = 1
         var pan: Float = 0
@@ -298,8 +299,10 @@ public final class BufferQueue: Sendable {
         reportRunning()
     }
 
-    /// Pauses playback; `start()` resumes from the same frame. Fades out over 5 ms; a start
-    /// scheduled for later is cancelled. Does nothing unless playing.
+    /// Pauses playback; `start()` resumes from the same frame. Fades out over 5 ms, whose
+    /// frames are read when the render side carries the pause out, so `framesPlayed` holds
+    /// the frame the fade ends on from when this returns (offline too, before the fade is
+    /// rendered); a start scheduled for later is cancelled. Does nothing unless playing.
     /// - Throws: `.invalidState` after `dispose()`.
     /// The corresponding Apple call is `AudioQueuePause`.
     public func pause() throws {
@@ -446,6 +449,18 @@ public final class BufferQueue: Sendable {
     /// handlers), apart from the program's running listener. Runs where the callback runs.
     func setStopObserver(_ observer: (@Sendable (VoiceFinish) -> Void)?) {
         state.withLock { $0.stopObserver = observer }
+    }
+
+    /// Sets what the seam's voice hears of the position: called with `framesPlayed` at each
+    /// delivery once it has reached `setPositionFrame(_:)`'s frame, before the buffers and
+    /// stops of that delivery. Runs where the callback runs.
+    func setPositionObserver(_ observer: (@Sendable (Int) -> Void)?) {
+        state.withLock { $0.positionObserver = observer }
+    }
+
+    /// Sets the `framesPlayed` the position observer waits for; nil for none.
+    func setPositionFrame(_ frame: Int?) {
+        slot.positionFrame.store(frame ?? .max, ordering: .relaxed)
     }
 
     /// Sets what to call when `isRunning` changes; it runs where the callback runs.
@@ -608,6 +623,12 @@ public final class BufferQueue: Sendable {
                 return buffer
             }
             if let buffer { items.append(.buffer(buffer)) }
+        }
+        // Read after the items: the render side counts frames before it reports what they
+        // finished, so a position reached before a stop is told before it.
+        let played = slot.framesPlayed.load(ordering: .acquiring)
+        if played >= slot.positionFrame.load(ordering: .relaxed), let observer = state.withLock({ $0.positionObserver }) {
+            if let callbackQueue { callbackQueue.sync { observer(played) } } else { observer(played) }
         }
         for item in items {
             let call: @Sendable () -> Void

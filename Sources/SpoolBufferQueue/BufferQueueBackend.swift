@@ -66,6 +66,8 @@ public final class BufferQueueVoice: PlaybackVoice {
         var handlers = VoiceHandlers()
         var queued = 0
         var disposed = false
+        /// Plays begun (starts from `.stopped`): what position handlers belong to.
+        var play = 0
     }
 
     /// Shared with the queue's callbacks, which cannot capture the voice before it exists.
@@ -89,6 +91,15 @@ public final class BufferQueueVoice: PlaybackVoice {
         queue.setStopObserver { finish in
             let finished = box.state.withLock { $0.handlers.finishedHandlers }
             for handler in finished { handler(finish) }
+        }
+        // Weakly: the queue keeps its observer.
+        queue.setPositionObserver { [weak queue] played in
+            let (reached, next) = box.state.withLock { h in
+                let reached = h.handlers.takePositionHandlers(reached: played, play: h.play)
+                return (reached, h.handlers.nextPositionFrame(play: h.play))
+            }
+            queue?.setPositionFrame(next)
+            for handler in reached { handler() }
         }
     }
 
@@ -114,8 +125,26 @@ public final class BufferQueueVoice: PlaybackVoice {
         box.state.withLock { $0.handlers.addFinished(handler) }
     }
 
+    public func addPositionHandler(atFramesPlayed frame: Int,
+                                   _ handler: @escaping @Sendable () -> Void) -> VoiceHandlerToken {
+        let token = box.state.withLock { h in
+            h.handlers.addPosition(atFramesPlayed: frame, play: queue.transport == .stopped ? h.play + 1 : h.play, handler)
+        }
+        updatePositionFrame()
+        return token
+    }
+
     public func removeHandler(_ token: VoiceHandlerToken) {
         box.state.withLock { $0.handlers.remove(token) }
+        updatePositionFrame()
+    }
+
+    /// Tells the render side which `framesPlayed` the first position handler of the play
+    /// under way waits for.
+    private func updatePositionFrame() {
+        queue.setPositionFrame(box.state.withLock { h in
+            h.handlers.nextPositionFrame(play: queue.transport == .stopped ? h.play + 1 : h.play)
+        })
     }
 
     public func enqueue(_ buffer: PCMBuffer) throws {
@@ -126,9 +155,27 @@ public final class BufferQueueVoice: PlaybackVoice {
         }
     }
 
-    public func start(atHostTime hostTime: UInt64?) throws { try queue.start(atHostTime: hostTime) }
+    public func start(atHostTime hostTime: UInt64?) throws {
+        box.state.withLock { h in
+            guard queue.transport == .stopped else { return }
+            h.play += 1
+            h.handlers.dropPositionHandlers(through: h.play - 1)
+        }
+        try queue.start(atHostTime: hostTime)
+        updatePositionFrame()
+    }
+
     public func pause() throws { try queue.pause() }
-    public func stop(immediately: Bool) throws { try queue.stop(immediately: immediately) }
+
+    public func stop(immediately: Bool) throws {
+        if immediately {
+            box.state.withLock { h in
+                if queue.transport != .stopped { h.handlers.dropPositionHandlers(through: h.play) }
+            }
+        }
+        try queue.stop(immediately: immediately)
+        updatePositionFrame()
+    }
     public func setVolume(_ volume: Float, rampSeconds: Double) throws { try queue.setVolume(volume, rampSeconds: rampSeconds) }
     public func setPan(_ pan: Float) throws { try queue.setPan(pan) }
     public func setPlaybackRate(_ rate: Float) throws { try queue.setPlaybackRate(rate) }

@@ -42,9 +42,6 @@ final class QueueSlot: @unchecked Sendable {
     // that cross threads are atomics, rings, or descriptors handed over through a ring.
 
     static let maximumBuffers = 512
-    /// 5 ms: long enough that a fade or a parameter change does not click, short enough
-    /// that pause and stop feel immediate.
-    static let declickSeconds = 0.005
 
     let format: AudioFormat
     let deviceFormat: AudioFormat
@@ -87,6 +84,9 @@ final class QueueSlot: @unchecked Sendable {
     let underruns = Atomic<Int>(0)
     let discontinuity = Atomic<Bool>(false)
     let framesPlayed = Atomic<Int>(0)
+    /// The `framesPlayed` a position observer waits for (`Int.max` for none): once reached,
+    /// every period is due for delivery until the control side moves it on.
+    let positionFrame = Atomic<Int>(Int.max)
     let queuedFrames = Atomic<Int>(0)
     /// The timeline at the end of the last rendered period (Double bits).
     let renderedTimeline = Atomic<UInt64>(0)
@@ -124,6 +124,18 @@ final class QueueSlot: @unchecked Sendable {
     private var fade: Float = 1
     private var fadeDirection = 0
     private var fadeFramesLeft = 0
+    /// A pause's fade-out, read and converted when the pause is carried out, so that
+    /// `framesPlayed` holds the frame the pause ends on from then on (offline, from the
+    /// `pause()` call); the next mixes play these frames before any others.
+    private let preparedFade: UnsafeMutablePointer<Float>
+    private var preparedFrames = 0
+    private var preparedRead = 0
+    /// The queue sample times sounding in the first prepared frame and after the last.
+    private var preparedHeardTimes: (first: Double, end: Double) = (0, 0)
+    /// Reading for `preparedFade`: the frames are heard at the next mix, not now.
+    private var preparing = false
+    /// The first frame after a start is among the prepared ones: its host time is the next mix's.
+    private var firstFramePending = false
     private var pendingStart: UInt64 = 0
     /// Rate conversion and varispeed; a pass-through while the rates match at a playback rate of 1.
     private let resampler: VoiceResampler
@@ -153,7 +165,8 @@ final class QueueSlot: @unchecked Sendable {
         matrix = .allocate(capacity: q * c)
         matrix.initialize(repeating: 0, count: q * c)
         ChannelMatrix.fill(matrix, from: q, to: c)
-        declickFrames = max(1, Int(deviceFormat.sampleRate * Self.declickSeconds))
+        declickFrames = VoiceParameters.declickFrames(atRate: deviceFormat.sampleRate)
+        preparedFade = .allocate(capacity: declickFrames * q)
         peakBits = (0..<q).map { _ in AtomicCell(Float(-120).bitPattern) }
         averageBits = (0..<q).map { _ in AtomicCell(Float(-120).bitPattern) }
         _ = Self.mixingLoopsReady
@@ -174,6 +187,7 @@ final class QueueSlot: @unchecked Sendable {
         completedAt.deallocate()
         scratch.deallocate()
         matrix.deallocate()
+        preparedFade.deallocate()
     }
 
     var state: QueueRunState { QueueRunState(rawValue: runState.load(ordering: .acquiring)) ?? .stopped }
@@ -199,6 +213,7 @@ final class QueueSlot: @unchecked Sendable {
                     playedSinceStart = false
                     inUnderrun = false
                     framesPlayed.store(0, ordering: .relaxed)
+                    dropPreparedFade()
                     resampler.restart(timeline: 0, playbackRate: playbackRate)
                     // A fresh start plays its first frame as is, at the volume and pan set before it.
                     fade = 1
@@ -226,6 +241,7 @@ final class QueueSlot: @unchecked Sendable {
                         setState(.paused)
                     } else {
                         beginFade(to: .pausing)
+                        prepareFade(due: &returned)
                     }
                 }
             case .stopImmediately:
@@ -248,11 +264,13 @@ final class QueueSlot: @unchecked Sendable {
                 if state == .running { setState(.draining) } else if state != .draining { endMarked = true }
             case .reset:
                 returned = returnBuffers(upTo: .max) || returned
+                dropPreparedFade()
                 // What the converters hold goes too: the next buffer starts afresh, now.
                 resampler.restart(timeline: timeline, playbackRate: playbackRate)
             case .dispose:
                 let started = state != .stopped
                 returned = returnBuffers(upTo: .max) || returned
+                dropPreparedFade()
                 setState(.stopped)
                 endMarked = false
                 pendingStart = 0
@@ -272,6 +290,44 @@ final class QueueSlot: @unchecked Sendable {
         setState(next)
     }
 
+    /// Reads and converts what is left of the fade-out just begun (`fadeFramesLeft` frames,
+    /// after any prepared ones still unplayed), so the position where it ends is known now.
+    private func prepareFade(due: inout Bool) {
+        let q = format.channelCount
+        let unplayed = preparedFrames - preparedRead
+        let first = nextHeardTime
+        if unplayed > 0, preparedRead > 0 {
+            preparedFade.update(from: preparedFade + preparedRead * q, count: unplayed * q)
+        }
+        preparedRead = 0
+        preparedFrames = unplayed
+        preparedHeardTimes = (first, unplayed > 0 ? preparedHeardTimes.end : first)
+        let wanted = fadeFramesLeft - unplayed
+        guard wanted > 0 else { return }
+        let firstUnheard = !playedSinceStart
+        preparing = true
+        preparedFrames += resampler.render(into: preparedFade + unplayed * q, frames: wanted, playbackRate: playbackRate) {
+            destination, frames in readSource(into: destination, frames: frames, due: &due)
+        }
+        preparing = false
+        preparedHeardTimes.end = resampler.heardTime
+        if firstUnheard && playedSinceStart { firstFramePending = true }
+    }
+
+    private func dropPreparedFade() {
+        preparedFrames = 0
+        preparedRead = 0
+        firstFramePending = false
+    }
+
+    /// The queue sample time sounding in the next frame mixed: within the prepared fade while
+    /// some of it is left (the converters are past it), else the converters' own.
+    private var nextHeardTime: Double {
+        guard preparedRead < preparedFrames else { return resampler.heardTime }
+        let (first, end) = preparedHeardTimes
+        return first + (end - first) * Double(preparedRead) / Double(preparedFrames)
+    }
+
     private func setState(_ next: QueueRunState) {
         runState.store(next.rawValue, ordering: .releasing)
     }
@@ -279,6 +335,7 @@ final class QueueSlot: @unchecked Sendable {
     /// Ends an immediate stop: hands back what was enqueued before it and reports the stop.
     private func finishStop(event: QueueStopEvent) -> Bool {
         _ = returnBuffers(upTo: returnBoundary.load(ordering: .acquiring))
+        dropPreparedFade()
         setState(.stopped)
         fade = 1
         fadeDirection = 0
@@ -372,19 +429,33 @@ final class QueueSlot: @unchecked Sendable {
         let hostAtFirst = timestamp.hostTime &+ UInt64(Double(offset) / rate * 1e9)
         let playbackRate = self.playbackRate
         periodHostTime = hostAtFirst
-        periodHeardTime = resampler.heardTime
+        periodHeardTime = nextHeardTime
         periodPlaybackRate = Double(playbackRate)
         published.publish(sampleTime: periodHeardTime, hostTime: hostAtFirst)
 
         let target = output + offset * deviceFormat.channelCount
         let metering = meteringEnabled.load(ordering: .relaxed)
-        let produced: Int
-        if !metering && resampler.canReadInPlace(playbackRate: playbackRate) {
+        var produced = 0
+        if !metering && preparedRead == preparedFrames && resampler.canReadInPlace(playbackRate: playbackRate) {
             updateParameters()
             produced = mixInPlace(into: target, frames: count, due: &due)
         } else {
-            produced = resampler.render(into: scratch, frames: count, playbackRate: playbackRate) { destination, frames in
-                readSource(into: destination, frames: frames, due: &due)
+            let q = format.channelCount
+            if preparedRead < preparedFrames, count > 0 {
+                // A pause's fade, read when the pause was carried out, plays first.
+                produced = min(count, preparedFrames - preparedRead)
+                scratch.update(from: preparedFade + preparedRead * q, count: produced * q)
+                preparedRead += produced
+                if firstFramePending {
+                    firstFrameHostTime.store(hostAtFirst, ordering: .releasing)
+                    firstFramePending = false
+                }
+            }
+            if produced < count {
+                produced += resampler.render(into: scratch + produced * q, frames: count - produced,
+                                             playbackRate: playbackRate) { destination, frames in
+                    readSource(into: destination, frames: frames, due: &due)
+                }
             }
             updateParameters()
             if metering { meter(frames: produced) }
@@ -407,7 +478,7 @@ final class QueueSlot: @unchecked Sendable {
             report(.playedOut)
             due = true
         }
-        renderedTimeline.store(resampler.heardTime.bitPattern, ordering: .releasing)
+        renderedTimeline.store(nextHeardTime.bitPattern, ordering: .releasing)
         return due
     }
 
@@ -499,7 +570,9 @@ final class QueueSlot: @unchecked Sendable {
             let n = min(d.frames - positionInBuffer, frames - done)
             if n > 0 {
                 if let address = d.address {
-                    if !playedSinceStart { firstFrameHostTime.store(hostTime(ofSourceTime: timeline), ordering: .releasing) }
+                    if !playedSinceStart && !preparing {
+                        firstFrameHostTime.store(hostTime(ofSourceTime: timeline), ordering: .releasing)
+                    }
                     visit(address + (d.firstFrame + positionInBuffer) * q, n)
                 } else {
                     visit(nil, n)
@@ -509,7 +582,7 @@ final class QueueSlot: @unchecked Sendable {
             done += n
             timeline += Double(n)
             playedSinceStart = true
-            framesPlayed.add(n, ordering: .relaxed)
+            if framesPlayed.add(n, ordering: .relaxed).newValue >= positionFrame.load(ordering: .relaxed) { due = true }
             queuedFrames.subtract(n, ordering: .relaxed)
             if positionInBuffer >= d.frames {
                 completedAt[Int(current)] = HostTime.now()

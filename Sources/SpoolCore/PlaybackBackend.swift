@@ -141,6 +141,13 @@ public struct VoiceHandlerToken: Hashable, Sendable {
 /// thread before the call returns. Buffers come back in the order they were enqueued, and a
 /// stop hands back every buffer before the finished handlers hear of it.
 ///
+/// **Position handlers** (`addPositionHandler`) run once `framesPlayed` reaches their frame:
+/// offline during the render call that plays the frame before it, in real time on the
+/// callback thread within a device period of its being rendered (`outputLatency` before it is
+/// heard); before the finished handlers of a stop at or after it. Each belongs to one play
+/// (a start from `.stopped` to the stop that ends it): one added while stopped counts from the
+/// next start; one its play did not reach is dropped when that play ends.
+///
 /// **Finished.** The finished handlers run exactly once each time a started voice (playing
 /// or paused) becomes stopped, with the reason: `.playedOut`, `.stopped`, `.disposed`, or
 /// `.ended` (which is reported even when the voice was not started). A voice that was never
@@ -148,8 +155,10 @@ public struct VoiceHandlerToken: Hashable, Sendable {
 ///
 /// **Position.** `framesPlayed` counts source frames taken from the buffers since the last
 /// start from `.stopped`: exact to the frame at equal rates; under rate conversion it runs
-/// ahead of what is heard by the converter's look-ahead (under 30 ms). After a played-out
-/// stop it equals every frame that was enqueued: no frame is dropped at either end.
+/// ahead of what is heard by the converter's look-ahead (under 30 ms). While paused it is the
+/// frame `start` resumes on, steady from the moment `pause()` returns (also offline, where the
+/// fade is rendered later). After a played-out stop it equals every frame that was enqueued:
+/// no frame is dropped at either end.
 ///
 /// | call | `.stopped` | `.playing` | `.paused` | draining | ended |
 /// | --- | --- | --- | --- | --- | --- |
@@ -209,8 +218,20 @@ public protocol PlaybackVoice: AnyObject, Sendable {
     @discardableResult
     func addFinishedHandler(_ handler: @escaping @Sendable (VoiceFinish) -> Void) -> VoiceHandlerToken
 
-    /// Removes a handler added with `addBufferConsumedHandler` or `addFinishedHandler`; a
-    /// call under way still completes. Unknown tokens are ignored.
+    /// Adds a handler to call once, when `framesPlayed` reaches `frame`: the frame before it
+    /// has been taken into the output. See Position handlers above.
+    ///
+    /// - Parameters:
+    ///   - frame: A count of `framesPlayed`, of the play under way or (while stopped) the next.
+    ///   - handler: Called once, unless that play ends before it reaches `frame`.
+    /// - Returns: A token for `removeHandler(_:)`.
+    ///
+    /// The corresponding Apple call is AVPlayer's `addBoundaryTimeObserver(forTimes:queue:using:)`.
+    @discardableResult
+    func addPositionHandler(atFramesPlayed frame: Int, _ handler: @escaping @Sendable () -> Void) -> VoiceHandlerToken
+
+    /// Removes a handler added with `addBufferConsumedHandler`, `addFinishedHandler` or
+    /// `addPositionHandler`; a call under way still completes. Unknown tokens are ignored.
     func removeHandler(_ token: VoiceHandlerToken)
 
     /// Queues a buffer after those already queued.
@@ -232,9 +253,10 @@ public protocol PlaybackVoice: AnyObject, Sendable {
     /// The corresponding Apple call is `AudioQueueStart`; OpenAL's is `alSourcePlay`.
     func start(atHostTime hostTime: UInt64?) throws
 
-    /// Pauses a playing voice: it fades out (5 ms on the queue, one mixer update on OpenAL)
-    /// and holds the frame the fade ends on, which `start` resumes from. A scheduled start
-    /// not yet reached is cancelled. Does nothing unless playing.
+    /// Pauses a playing voice: it fades out over `VoiceParameters.declickSeconds` (5 ms; on
+    /// OpenAL playing to a sound server, one mixer update) and holds the frame the fade ends
+    /// on, which `start` resumes from (fading in alike) and `framesPlayed` reads from when
+    /// this returns. A scheduled start not yet reached is cancelled. Does nothing unless playing.
     ///
     /// - Throws: `.invalidState` once disposed, or the back-end's error.
     ///
@@ -315,11 +337,21 @@ extension PlaybackVoice {
     public func stop() throws { try stop(immediately: true) }
 }
 
-/// The handlers of one voice, for back-ends to keep: numbered, called in the order added.
+/// The handlers of one voice, for back-ends to keep: numbered, called in the order added;
+/// position handlers by the play they belong to (a back-end numbers its plays, from one start
+/// from `.stopped` to the stop after it) and in the order of their frames.
 public struct VoiceHandlers: Sendable {
     private var next = 0
     private var consumed: [(VoiceHandlerToken, @Sendable (PCMBuffer) -> Void)] = []
     private var finished: [(VoiceHandlerToken, @Sendable (VoiceFinish) -> Void)] = []
+    private var positioned: [Positioned] = []
+
+    private struct Positioned: Sendable {
+        let token: VoiceHandlerToken
+        let frame: Int
+        let play: Int
+        let handler: @Sendable () -> Void
+    }
 
     /// No handlers.
     public init() {}
@@ -342,16 +374,51 @@ public struct VoiceHandlers: Sendable {
         return VoiceHandlerToken(rawValue: next)
     }
 
+    /// Adds a position handler, called once `framesPlayed` of play `play` reaches `frame`.
+    ///
+    /// - Returns: Its token.
+    public mutating func addPosition(atFramesPlayed frame: Int, play: Int,
+                                     _ handler: @escaping @Sendable () -> Void) -> VoiceHandlerToken {
+        next += 1
+        let entry = Positioned(token: VoiceHandlerToken(rawValue: next), frame: frame, play: play, handler: handler)
+        let index = positioned.firstIndex { $0.play > play || $0.play == play && $0.frame > frame } ?? positioned.endIndex
+        positioned.insert(entry, at: index)
+        return entry.token
+    }
+
+    /// Takes out the position handlers of play `play` that `framesPlayed` has reached, in the
+    /// order of their frames, and drops those of the plays before it.
+    ///
+    /// - Returns: The handlers to call.
+    public mutating func takePositionHandlers(reached framesPlayed: Int, play: Int) -> [@Sendable () -> Void] {
+        positioned.removeAll { $0.play < play }
+        let reached = positioned.prefix { $0.play == play && $0.frame <= framesPlayed }
+        positioned.removeFirst(reached.count)
+        return reached.map(\.handler)
+    }
+
+    /// Drops the position handlers of play `play` and of the plays before it: it ended.
+    public mutating func dropPositionHandlers(through play: Int) {
+        positioned.removeAll { $0.play <= play }
+    }
+
+    /// The frame the first position handler of play `play` waits for, if any.
+    public func nextPositionFrame(play: Int) -> Int? {
+        positioned.first { $0.play == play }?.frame
+    }
+
     /// Removes the handler `token` names, if any.
     public mutating func remove(_ token: VoiceHandlerToken) {
         consumed.removeAll { $0.0 == token }
         finished.removeAll { $0.0 == token }
+        positioned.removeAll { $0.token == token }
     }
 
     /// Drops every handler.
     public mutating func removeAll() {
         consumed = []
         finished = []
+        positioned = []
     }
 
     /// The consumed-buffer handlers, in the order added.

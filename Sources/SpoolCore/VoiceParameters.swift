@@ -8,6 +8,13 @@ public enum VoiceParameters {
     public static let pan: ClosedRange<Float> = -1...1
     /// Varispeed rate, 0.5 … 2. The corresponding Apple parameter is `kAudioQueueParam_PlayRate`.
     public static let playbackRate: ClosedRange<Float> = 0.5...2
+    /// Seconds both back-ends fade over when a voice pauses, stops or resumes, and the
+    /// shortest volume ramp: 5 ms, long enough not to click, short enough that pause and stop
+    /// feel immediate.
+    public static let declickSeconds = 0.005
+
+    /// `declickSeconds` in whole frames at `sampleRate` (at least 1): 240 at 48 kHz, 220 at 44.1 kHz.
+    package static func declickFrames(atRate sampleRate: Double) -> Int { max(1, Int(sampleRate * declickSeconds)) }
 
     /// Checks a volume and the seconds of its ramp.
     /// - Throws: `AudioError.Code.invalidParameter` naming the value: a volume outside

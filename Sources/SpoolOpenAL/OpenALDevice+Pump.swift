@@ -67,8 +67,8 @@ extension OpenALDevice {
 
     /// Renders one period of the null device to nowhere (`alcRenderSamplesSOFT`), on its clock thread.
     func renderToNowhere(_ buffer: UnsafeMutablePointer<Float>, frames: Int) {
-        alcRenderSamplesSOFT(context.device.pointer, buffer, Int32(frames))
-        renderState.withLock { $0.renderedFrames += Int64(frames) }
+        var done = 0
+        while done < frames { done += renderMix(into: buffer + done * 2, frames: frames - done) }
         if let tap = renderTap.withLock({ $0 }) { tap(UnsafePointer(buffer), frames) }
     }
 }

@@ -36,9 +36,7 @@ extension OpenALDevice: OfflineRendering {
         while done < frames {
             var chunk = min(updateFrames, frames - done)
             if let due = framesUntilScheduledStart(), due > 0 { chunk = min(chunk, due) }
-            alcRenderSamplesSOFT(context.device.pointer, base + done * 2, Int32(chunk))
-            renderState.withLock { $0.renderedFrames += Int64(chunk) }
-            done += chunk
+            done += renderMix(into: base + done * 2, frames: chunk)
             guard serviceVoices() else {
                 // Closed or lost during this call: the rest is silence; the next call throws.
                 (base + done * 2).update(repeating: 0, count: (frames - done) * 2)
@@ -47,6 +45,35 @@ extension OpenALDevice: OfflineRendering {
         }
     }
 
+
+    /// Renders the mix of up to `frames` frames into `buffer` (`alcRenderSamplesSOFT`): all of
+    /// them, or, when a fade's gain change waits for the next mix, `declickFrames` of them as a
+    /// mix of their own, over which OpenAL Soft glides the change (it glides a gain change over
+    /// the whole of the mix that takes it up).
+    /// - Returns: The frames rendered.
+    func renderMix(into buffer: UnsafeMutablePointer<Float>, frames: Int) -> Int {
+        glide.withLock { pending in
+            let mixed = pending ? min(frames, declickFrames) : frames
+            pending = false
+            alcRenderSamplesSOFT(context.device.pointer, buffer, Int32(mixed))
+            renderState.withLock { $0.renderedFrames += Int64(mixed) }
+            return mixed
+        }
+    }
+
+    /// Makes the gain change `change` makes glide over the next `declickFrames` frames mixed,
+    /// on a device Spool renders; on a sound server OpenAL Soft glides it over its own mixer
+    /// update. `change` runs with no mix under way.
+    func glidingOverDeclick<R>(_ change: () -> R) -> R {
+        glide.withLock { pending in
+            if rendersBySpool { pending = true }
+            return change()
+        }
+    }
+
+    /// Frames of the queue a fade's glide takes from the gain change: `declickFrames` on a
+    /// device Spool renders, one mixer update on a sound server.
+    var glideFrames: Int { rendersBySpool ? declickFrames : updateFrames }
 
     /// Frames from the next one to render to the earliest scheduled start, if any.
     private func framesUntilScheduledStart() -> Int? {

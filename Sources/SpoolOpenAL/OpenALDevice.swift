@@ -92,6 +92,15 @@ public final class OpenALDevice: Sendable {
     let settleNanoseconds: Int64
     /// One mixer update, the time over which OpenAL Soft glides a gain change.
     let updateNanoseconds: Int64
+    /// 5 ms at the device's rate (`VoiceParameters.declickSeconds`): on a device Spool renders
+    /// (loopback, null), the length of the mix after a fade's gain change, over which OpenAL
+    /// Soft glides it, so that pause, stop and resume fade as the buffer queue's do.
+    let declickFrames: Int
+    /// Whether the next mix glides a fade's gain change (`glidingOverDeclick`). Its lock is held
+    /// by the thread that renders a device of Spool's for the whole of each mix, and by a voice
+    /// while it changes its gain and reads where the glide begins, so a mix never starts in
+    /// between.
+    let glide = Locked<Bool>(false)
     let shared: Locked<Shared>
     let retired = Locked(Retired())
     let eventHandler = Locked<(@Sendable (OutputDeviceEvent) -> Void)?>(nil)
@@ -224,6 +233,7 @@ public final class OpenALDevice: Sendable {
             settleNanoseconds = isNull ? 2 * updateNanoseconds : updateNanoseconds
             nullDevice = isNull ? try NullDevice(configuration: configuration) : nil
         }
+        declickFrames = VoiceParameters.declickFrames(atRate: format.sampleRate)
         shared = Locked(Shared(sourceLimit: sourceLimit))
         try context.withCurrent {
             alDistanceModel(AL_NONE)

@@ -19,6 +19,8 @@ extension OpenALStreamingSource {
             if let due = st.scheduledStart, due <= step.heardHostTime {
                 st.scheduledStart = nil
             }
+            // Before `feed`, which may finish the play: what it reached is told first.
+            let played = tellPositions(&st)
             if let fade = st.fade {
                 if fade.stopping {
                     if fade.isOver(clock: step.clock) { stopNow(&st, source: source, report: .stopped) }
@@ -30,7 +32,7 @@ extension OpenALStreamingSource {
             if st.parameters.advance(clock: step.clock, lookahead: device.updateNanoseconds) {
                 st.parameters.applyGain(to: source)
             }
-            st.restUntil = restingUntil(st, clock: step.clock, ahead: ahead ?? nil)
+            st.restUntil = restingUntil(st, clock: step.clock, ahead: ahead ?? nil, played: played)
         }
         if outbox.withLock({ !$0.calls.isEmpty }) { deliveries.add { [self] in drainOutbox(waiting: false) } }
     }
@@ -49,12 +51,27 @@ extension OpenALStreamingSource {
 
     /// On a device that mixes in real time, a voice playing with its whole lead queued and
     /// nothing else under way (no fade, no scheduled start, no volume ramp, no end to play
-    /// out) needs nothing until the mixer has taken a chunk of it: the device clock then.
-    private func restingUntil(_ st: State, clock: Int64, ahead: Int?) -> Int64? {
+    /// out) needs nothing until the mixer has taken a chunk of it, or has reached the frame a
+    /// position handler waits for (`played` is where it is now): the device clock then.
+    private func restingUntil(_ st: State, clock: Int64, ahead: Int?, played: Int?) -> Int64? {
         guard !device.rendersOnDemand, let ahead, ahead >= leadFrames, st.transport == .playing, st.playingInAL,
               st.fade == nil, st.scheduledStart == nil, st.parameters.ramp == nil, !st.draining else { return nil }
         let frames = ahead - (leadFrames - chunkFrames)
-        return clock + Int64((Double(frames) * 1e9 / device.format.sampleRate).rounded(.down))
+        var seconds = Double(frames) / device.format.sampleRate
+        if let next = st.handlers.nextPositionFrame(play: st.play), let played {
+            seconds = min(seconds, Double(max(0, next - played)) / (format.sampleRate * Double(st.parameters.pitch)))
+        }
+        return clock + Int64((seconds * 1e9).rounded(.down))
+    }
+
+    /// Puts the calls of the position handlers the mixer has reached in the outbox.
+    /// - Returns: Where the mixer is (`position`), when a position handler waits.
+    private func tellPositions(_ st: inout State) -> Int? {
+        guard st.handlers.nextPositionFrame(play: st.play) != nil else { return nil }
+        let played = position(st)
+        let reached = st.handlers.takePositionHandlers(reached: played, play: st.play)
+        if !reached.isEmpty { outbox.withLock { box in box.calls.append { for handler in reached { handler() } } } }
+        return played
     }
 
     // MARK: Queue work
@@ -88,6 +105,40 @@ extension OpenALStreamingSource {
             emit(.playedOut, st)
         }
         return ahead
+    }
+
+    /// Source frames taken since the start at the frame OpenAL's mixer has reached (see
+    /// `framesPlayed`); during a pause's fade on a device Spool renders, at the frame the
+    /// glide ends on, where the pause will hold.
+    func position(_ st: State) -> Int {
+        guard let source = st.source else { return st.playedFrames }
+        switch Self.sourceState(source) {
+        case AL_PLAYING, AL_PAUSED:
+            if device.rendersBySpool, let fade = st.fade, !fade.stopping, let end = fade.glideEnd {
+                return Self.sourceFrames(atQueuedFrame: end - st.unqueuedFrames, st)
+            }
+            var offset: Int32 = 0
+            alGetSourcei(source, AL_SAMPLE_OFFSET, &offset)
+            return Self.sourceFrames(atQueuedFrame: Int(offset), st)
+        case AL_STOPPED where st.playingInAL:
+            return st.queued.last?.readAfter ?? st.playedFrames
+        default:
+            return st.playedFrames
+        }
+    }
+
+    /// The source frames the converter had taken when it made frame `offset` of the chunks
+    /// queued now (counted from the first).
+    private static func sourceFrames(atQueuedFrame offset: Int, _ st: State) -> Int {
+        var left = offset
+        for entry in st.queued {
+            if left < entry.frames {
+                let share = Double(entry.readAfter - entry.readBefore) * Double(left) / Double(entry.frames)
+                return entry.readBefore + Int(share.rounded(.down))
+            }
+            left -= entry.frames
+        }
+        return st.queued.last?.readAfter ?? st.playedFrames
     }
 
     /// Frames queued on the OpenAL source that its mixer has not reached yet.
@@ -239,21 +290,26 @@ extension OpenALStreamingSource {
         st.playingInAL = true
     }
 
-    /// Silences the source (OpenAL glides its gain to 0 over the next update) and notes when
-    /// the pump may pause or stop it.
+    /// Silences the source (OpenAL glides its gain to 0 over the next mix: 5 ms on a device
+    /// Spool renders, one update on a sound server) and notes when the pump may pause or stop it.
     func fadeOut(_ st: inout State, source: UInt32, stopping: Bool) {
         st.parameters.muted = true
-        st.parameters.applyGain(to: source)
+        let start = device.glidingOverDeclick { () -> (offset: Int, clock: Int64)? in
+            st.parameters.applyGain(to: source)
+            return stopping ? nil : Self.offsetAndClock(source)
+        }
         var fade = Fade(stopping: stopping, until: device.clockNanoseconds() + device.settleNanoseconds,
                         hostDeadline: device.rendersOnDemand ? nil
                             : HostTime.now() + UInt64(2 * device.settleNanoseconds) + HostTime.nanoseconds(0.05))
-        if !stopping, let now = Self.offsetAndClock(source) {
+        if let start {
             // Read after the change: a mix that began before it did not take it, and the read
-            // waits that mix out, so the glide is the next mix after this clock. (A mix that
-            // began between the change and the read took it and is waited out too: then the
-            // glide is already over, and the pause loses that one mix, never plays it twice.)
-            fade.glideClock = now.clock
-            fade.glideEnd = st.unqueuedFrames + now.offset + device.updateFrames
+            // waits that mix out, so the glide is the next mix after this clock. On a device
+            // Spool renders no mix begins in between (`glidingOverDeclick`). On a sound server
+            // a mix that began between the change and the read took it and is waited out too:
+            // then the glide is already over, and the pause loses that one mix, never plays it
+            // twice.
+            fade.glideClock = start.clock
+            fade.glideEnd = st.unqueuedFrames + start.offset + device.glideFrames
         }
         st.fade = fade
     }
@@ -265,9 +321,9 @@ extension OpenALStreamingSource {
     ///
     /// The glide's end is the offset read in this pass once the clock has moved past the
     /// glide: exact when no further mix came in between. On the devices Spool renders itself
-    /// one update at a time (null, loopback) each mix is at most one update, so it is no later
-    /// than one update past the offset read at the change, which is exact however late the
-    /// pass. On a sound server a mix is one update or more, so only the offset read here
+    /// (null, loopback) the glide is the mix of `declickFrames` right after the change, so it
+    /// ends that many frames past the offset read at the change, which is exact however late
+    /// the pass. On a sound server a mix is one update or more, so only the offset read here
     /// is sure not to land inside the glide (which would play its frames twice).
     func finishPauseFade(_ st: inout State, source: UInt32, force: Bool) {
         guard let fade = st.fade, !fade.stopping else { return }

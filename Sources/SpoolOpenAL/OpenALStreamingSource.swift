@@ -33,11 +33,15 @@ import Synchronization
 ///
 /// **Position.** `framesPlayed` is the source frames the converter had taken when OpenAL's
 /// mixer reached its current frame (`AL_SAMPLE_OFFSET` into the queued chunks): exact at
-/// equal rates, ahead by the converter's look-ahead otherwise, as on the buffer queue.
+/// equal rates, ahead by the converter's look-ahead otherwise, as on the buffer queue. While
+/// paused it is the frame the resume plays on, from the moment `pause()` returns.
 ///
 /// **Fades.** OpenAL Soft 1.19 stops and pauses a source at once, mid-waveform. So `pause()`
-/// and `stop(immediately: true)` first set its gain to 0, which OpenAL glides over one mixer
-/// update, and pause or stop it at the next pump pass after that update has been mixed. A
+/// and `stop(immediately: true)` first set its gain to 0, which OpenAL glides over the next
+/// mix, and pause or stop it at the next pump pass after that mix. On the devices Spool
+/// renders (loopback, null) that mix is made 5 ms long (`VoiceParameters.declickSeconds`,
+/// `OpenALDevice.renderMix`), so pause, stop and resume fade as the buffer queue's do; on a
+/// sound server OpenAL Soft mixes one update at a time and the glide takes one update. A
 /// device mixing in real time may mix the source again, at gain 0, before that pass pauses
 /// it; the pause then moves the source back to where the glide ended (`AL_SAMPLE_OFFSET`),
 /// so the resume plays on from the frame after the fade, none lost and none repeated.
@@ -89,8 +93,8 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
     ///
     /// A pause's fade also knows when its glide is over: OpenAL Soft takes a gain change at
     /// the start of its next mix and glides it over that mix, so once the device clock has
-    /// moved past `glideClock` (read with the source's offset right after the change, which
-    /// waits out a mix in progress) the source is silent and may be paused.
+    /// moved past `glideClock` (read with the source's offset right after the change, with no
+    /// mix under way) the source is silent and may be paused.
     struct Fade: Sendable {
         var stopping: Bool
         var until: Int64
@@ -98,7 +102,8 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
         /// The device clock right after a pause's gain change; nil for a stop, or unread.
         var glideClock: Int64?
         /// Where the glide ends, in frames queued on the source since it was made
-        /// (`unqueuedFrames` + offset): one update past the offset read with `glideClock`.
+        /// (`unqueuedFrames` + offset): `OpenALDevice.glideFrames` past the offset read with
+        /// `glideClock`.
         var glideEnd: Int?
 
         func isOver(clock: Int64) -> Bool {
@@ -157,6 +162,8 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
         /// The handlers set with `setBufferConsumedHandler` / `setFinishedHandler`.
         var setConsumed: VoiceHandlerToken?
         var setFinished: VoiceHandlerToken?
+        /// Plays begun (starts from `.stopped`): what position handlers belong to.
+        var play = 0
     }
 
     /// Makes a streaming source on `device`, taking one of its sources (`alGenSources`).
@@ -238,6 +245,14 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
         locked.withLock { $0.handlers.addFinished(handler) }
     }
 
+    public func addPositionHandler(atFramesPlayed frame: Int,
+                                   _ handler: @escaping @Sendable () -> Void) -> VoiceHandlerToken {
+        locked.withLock { st in
+            st.restUntil = nil
+            return st.handlers.addPosition(atFramesPlayed: frame, play: st.transport == .stopped ? st.play + 1 : st.play, handler)
+        }
+    }
+
     public func removeHandler(_ token: VoiceHandlerToken) {
         locked.withLock { $0.handlers.remove(token) }
     }
@@ -315,10 +330,13 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
                 if st.fade?.stopping == true { stopNow(&st, source: source, report: .stopped) }
                 st.fade = nil
                 if st.parameters.muted {
+                    // A resume fades in as a pause fades out.
                     st.parameters.muted = false
-                    st.parameters.applyGain(to: source)
+                    device.glidingOverDeclick { st.parameters.applyGain(to: source) }
                 }
                 if st.transport == .stopped {
+                    st.play += 1
+                    st.handlers.dropPositionHandlers(through: st.play - 1)
                     st.sourceRead = 0
                     st.playedFrames = 0
                     st.converterEnded = false
@@ -334,27 +352,32 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
         handToService()
     }
 
-    /// Pauses (`alSourcePause`, after a fade over one mixer update); `start` resumes at the
-    /// same frame. A scheduled start not yet reached is cancelled.
+    /// Pauses (`alSourcePause`, after a fade over 5 ms on a device Spool renders, over one
+    /// mixer update on a sound server); `start` resumes at the same frame, which
+    /// `framesPlayed` reads from when this returns (on a device mixing in real time the fade
+    /// is over by then). A scheduled start not yet reached is cancelled.
     /// - Throws: `.invalidState` after `dispose()`, once stolen or closed; `.deviceLost`.
     public func pause() throws {
-        try device.perform { _ in
-            try locked.withLock { st in
+        let fading = try device.perform { _ -> Bool in
+            try locked.withLock { st -> Bool in
                 let source = try usable(&st)
-                guard st.transport == .playing else { return }
+                guard st.transport == .playing else { return false }
                 st.transport = .paused
                 if st.scheduledStart != nil {
                     st.scheduledStart = nil
                 } else if st.playingInAL {
                     fadeOut(&st, source: source, stopping: false)
+                    return true
                 }
+                return false
             }
         }
+        if fading, !device.rendersOnDemand { waitForFade() }
     }
 
     /// Stops; see `PlaybackVoice.stop(immediately:)`. `immediately` fades a playing voice out
-    /// over one mixer update, then stops the source (`alSourceStop`); on a device that mixes
-    /// in real time the call returns once that is done and everything is handed back.
+    /// as `pause()` does, then stops the source (`alSourceStop`); on a device that mixes in
+    /// real time the call returns once that is done and everything is handed back.
     /// - Throws: `.invalidState` after `dispose()`, once stolen or closed; `.deviceLost`.
     public func stop(immediately: Bool) throws {
         let fading = try device.perform { _ -> Bool in
@@ -368,6 +391,7 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
                 }
                 st.draining = false
                 st.scheduledStart = nil
+                if st.transport != .stopped { st.handlers.dropPositionHandlers(through: st.play) }
                 handBack(&st, st.pending)
                 st.pending = []
                 st.readOffset = 0
@@ -387,7 +411,7 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
                 return false
             }
         }
-        if fading, !device.rendersOnDemand { waitForStopFade() }
+        if fading, !device.rendersOnDemand { waitForFade() }
         // A stop at its end goes on playing: what it converted is handed back as any pass's.
         if immediately { drainOutbox(waiting: true) } else { handToService() }
     }
@@ -423,31 +447,10 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
     /// scheduled start, for buffers after an underrun, or playing out after a non-immediate stop).
     public var isPlaying: Bool { locked.withLock { $0.transport == .playing } }
 
-    /// Source frames taken since the start, at the frame OpenAL's mixer has reached.
+    /// Source frames taken since the start, at the frame OpenAL's mixer has reached; while
+    /// paused, the frame `start` resumes on, also while the pause's fade is still to be mixed.
     public var framesPlayed: Int {
-        let fromAL = try? device.perform { _ in
-            locked.withLock { st -> Int in
-                guard let source = st.source else { return st.playedFrames }
-                switch Self.sourceState(source) {
-                case AL_PLAYING, AL_PAUSED:
-                    var offset: Int32 = 0
-                    alGetSourcei(source, AL_SAMPLE_OFFSET, &offset)
-                    var left = Int(offset)
-                    for entry in st.queued {
-                        if left < entry.frames {
-                            let share = Double(entry.readAfter - entry.readBefore) * Double(left) / Double(entry.frames)
-                            return entry.readBefore + Int(share.rounded(.down))
-                        }
-                        left -= entry.frames
-                    }
-                    return st.queued.last?.readAfter ?? st.playedFrames
-                case AL_STOPPED where st.playingInAL:
-                    return st.queued.last?.readAfter ?? st.playedFrames
-                default:
-                    return st.playedFrames
-                }
-            }
-        }
+        let fromAL = try? device.perform { _ in locked.withLock { st in position(st) } }
         return fromAL ?? locked.withLock { $0.playedFrames }
     }
 
@@ -557,9 +560,12 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
         return source
     }
 
-    private func waitForStopFade() {
+    /// On a device that mixes in real time, waits (a few updates at most) for the pump to
+    /// carry out the fade begun, unless this is the pump's own thread.
+    private func waitForFade() {
+        guard device.pump.threadID.load(ordering: .acquiring) != UInt(pthread_self()) else { return }
         let deadline = HostTime.now() + UInt64(3 * device.settleNanoseconds) + HostTime.nanoseconds(0.1)
-        while HostTime.now() < deadline, locked.withLock({ $0.fade?.stopping == true }) {
+        while HostTime.now() < deadline, locked.withLock({ $0.fade != nil }) {
             usleep(1_000)
         }
     }
@@ -583,7 +589,7 @@ final class ConversionLane: @unchecked Sendable {
         channelCount = format.channelCount
         resampler = try VoiceResampler(
             channelCount: format.channelCount, sourceRate: format.sampleRate, ratio: deviceRate / format.sampleRate,
-            maximumFrames: max(chunkFrames, 4096), declickFrames: max(1, Int(deviceRate * 0.005)), quality: quality)
+            maximumFrames: max(chunkFrames, 4096), declickFrames: VoiceParameters.declickFrames(atRate: deviceRate), quality: quality)
         output = .allocate(capacity: chunkFrames * format.channelCount)
     }
 

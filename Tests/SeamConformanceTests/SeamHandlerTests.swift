@@ -37,6 +37,42 @@ struct SeamHandlerTests {
         #expect(order.withLock { $0 } == ["consumed 2", "finished 1 played out"])
     }
 
+    /// A position handler runs once, during the render call in which `framesPlayed` reaches
+    /// its frame, before a finish at the same frame; one added while stopped waits for the
+    /// next start; one its play never reached is dropped with that play.
+    @Test(arguments: Backend.allCases)
+    func positionHandlersRunInTheRenderCallThatReachesTheirFrame(_ kind: Backend) throws {
+        let rig = try Rig(kind)
+        let voice = try rig.voice(stereo48)
+        let told = Locked<[String]>([])
+        voice.addFinishedHandler { finish in told.withLock { $0.append("finished \(finish)") } }
+        for frame in [1, 1_000, 1_001, 2_000] {
+            voice.addPositionHandler(atFramesPlayed: frame) { told.withLock { $0.append("at \(frame)") } }
+        }
+        try voice.enqueue(try constant(0.5, frames: 2_000))
+        try voice.start()
+        try voice.stop(immediately: false)
+        var calls: [[String]] = []
+        for frames in [1, 998, 1, 1, 1_000, 100] {
+            _ = try rig.render(frames)
+            calls.append(told.withLock { l in defer { l = [] }; return l })
+        }
+        #expect(calls == [["at 1"], [], ["at 1000"], ["at 1001"], ["at 2000", "finished played out"], []], "\(calls)")
+
+        // Added while stopped: it counts from the next start; a stop drops what it did not reach.
+        voice.addPositionHandler(atFramesPlayed: 500) { told.withLock { $0.append("at 500") } }
+        voice.addPositionHandler(atFramesPlayed: 1_500) { told.withLock { $0.append("at 1500") } }
+        try voice.enqueue(try constant(0.5, frames: 2_000))
+        try voice.start()
+        _ = try rig.render(600)
+        #expect(told.withLock { $0 } == ["at 500"])
+        try voice.stop(immediately: true)
+        try voice.enqueue(try constant(0.5, frames: 2_000))
+        try voice.start()
+        _ = try rig.render(2_048)
+        #expect(told.withLock { $0 }.filter { $0.hasPrefix("at") } == ["at 500"], "the stopped play's 1500 never comes")
+    }
+
     @Test(arguments: Backend.allCases)
     func aHandlerMayCallTheVoiceBack(_ kind: Backend) throws {
         let rig = try Rig(kind)

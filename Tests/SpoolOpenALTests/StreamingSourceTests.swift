@@ -119,7 +119,7 @@ struct StreamingSourceTests {
         #expect(voice.underrunCount == 0)
     }
 
-    @Test func stopImmediatelyFadesOverOnePeriodAndHandsEverythingBack() throws {
+    @Test func stopImmediatelyFadesOverFiveMillisecondsAndHandsEverythingBack() throws {
         let device = try makeLoopback(periodFrames: 256)
         let voice = try OpenALStreamingSource(device: device, format: stereo48)
         let log = VoiceLog(voice)
@@ -131,10 +131,11 @@ struct StreamingSourceTests {
         try voice.stop(immediately: true)
         #expect(!voice.isPlaying)
         let tail = channel(try device.render(frames: 512).samples, 0)
-        // OpenAL Soft glides the gain to 0 over the next period: no step above 0.5 / 256.
-        #expect(zip(tail, tail.dropFirst()).allSatisfy { abs($1 - $0) <= 0.5 / 256 + 1e-6 })
-        #expect(tail[0] > 0.45)
-        #expect(tail[256...].allSatisfy { $0 == 0 })
+        // OpenAL Soft glides the gain to 0 over the next mix, which Spool makes 5 ms (240
+        // frames) whatever the period: no step above 0.5 / 240, silent from then on.
+        #expect(zip(tail, tail.dropFirst()).allSatisfy { abs($1 - $0) <= 0.5 / 240 + 1e-6 })
+        #expect(tail[0] > 0.45 && tail[239] > 0)
+        #expect(tail[240...].allSatisfy { $0 == 0 })
         #expect(log.count == 4)
         #expect(voice.queuedBufferCount == 0)
         #expect(log.finishedCount == 1, "a started voice that stops reports it")
@@ -150,20 +151,20 @@ struct StreamingSourceTests {
         #expect(!voice.isPlaying)
         let fade = try device.render(frames: 256).samples  // the fade still plays, at a falling gain
         let pausedAt = voice.framesPlayed
-        #expect(pausedAt == 768)
+        #expect(pausedAt == 512 + 240, "it holds the frame after its 5 ms fade")
         let silent = try device.render(frames: 512).samples
         #expect(silent.allSatisfy { $0 == 0 })
         #expect(voice.framesPlayed == pausedAt)
         try voice.start()
         let resumed = try device.render(frames: 512).samples
         #expect(fade.last.map { abs($0) } ?? 1 < 0.01)
-        // It resumes on the next frame, fading in over one period (OpenAL glides from the
-        // silenced gain back up), then plays on untouched.
+        // It resumes on the next frame, fading in over 5 ms (OpenAL glides from the silenced
+        // gain back up over the mix Spool makes 240 frames long), then plays on untouched.
         let expected = ramp(frames: 512, channels: 2, start: 2 * pausedAt)
-        let gains = (1..<256).map { resumed[2 * $0] / expected[2 * $0] }
+        let gains = (1..<240).map { resumed[2 * $0] / expected[2 * $0] }
         #expect(zip(gains, gains.dropFirst()).allSatisfy { $1 >= $0 })
-        #expect(gains.enumerated().allSatisfy { abs($1 - Float($0 + 1) / 256) < 1e-3 })
-        #expect(mismatch(resumed[512...], expected[512...]) == nil)
+        #expect(gains.enumerated().allSatisfy { abs($1 - Float($0 + 1) / 240) < 1e-3 })
+        #expect(mismatch(resumed[480...], expected[480...]) == nil)
         #expect(voice.framesPlayed == pausedAt + 512)
     }
 

@@ -177,15 +177,47 @@ struct AudioPlayerTests {
         let silence = try rig.render(2048)
         #expect(silence.allSatisfy { $0 == 0 }, "a paused player plays silence")
         #expect(player.currentFrame == held)
-        try player.play()
-        let resumed = try rig.render(until: { player.state == .stopped }, limit: 48_000)
-        let before = decodeIdentity(out).compactMap { $0 }
-        let after = decodeIdentity(resumed).compactMap { $0 }
-        // The fade-out ends on the held frame at gain 0 and the fade-in starts there at gain 0,
-        // so the frame itself is not seen; every other frame plays once, none is lost.
-        #expect(runs(before) == "0..<\(held)" || runs(before) == "0..<\(held - 1)", "before the pause; held at \(held)")
-        #expect(runs(after) == "\(held + 1)..<20000" || runs(after) == "\(held)..<20000", "after it; held at \(held)")
+        try Self.expectResumeOnTheHeldFrame(player, rig, before: out, held: held, frames: 20_000)
         #expect(log.events == ["finished(true)"])
+    }
+
+    /// Resumes a paused player and expects every one of its `frames` identity frames to play
+    /// once across the pause: the fade-out ends on the `held` frame at gain 0 and the fade-in
+    /// starts there at gain 0, so that frame itself may not be seen; none other is lost.
+    static func expectResumeOnTheHeldFrame(_ player: AudioPlayer, _ rig: Rig, before out: [Float], held: Int, frames: Int,
+                                           sourceLocation: SourceLocation = #_sourceLocation) throws {
+        try player.play()
+        let resumed = try rig.render(until: { player.state == .stopped }, limit: 2 * frames)
+        let before = runs(decodeIdentity(out).compactMap { $0 }), after = runs(decodeIdentity(resumed).compactMap { $0 })
+        #expect(before == "0..<\(held)" || before == "0..<\(held - 1)", "before the pause: \(before); held at \(held)",
+                sourceLocation: sourceLocation)
+        #expect(after == "\(held + 1)..<\(frames)" || after == "\(held)..<\(frames)", "after it: \(after); held at \(held)",
+                sourceLocation: sourceLocation)
+    }
+
+    /// From the moment `pause()` returns, `currentTime` reads the frame play resumes on, and
+    /// holds it; both back-ends fade out over the same 5 ms (220 frames at 44.1 kHz) whatever
+    /// the device's period. (It read the pause's frame, then moved on by the fade once that
+    /// was rendered: 1.004989 s on the queue, 1.011610 s on OpenAL, whose fade was one mixer
+    /// update of 512 frames.)
+    @Test(arguments: Backend.allCases)
+    func currentTimeWhilePausedIsTheFrameItResumesOnFromThePause(_ kind: Backend) throws {
+        let rig = try Rig(kind, rate: 44_100, periodFrames: 512)
+        let format = try AudioFormat(sampleRate: 44_100, channelCount: 2)
+        let (player, _) = try makePlayer(rig, try PCMBuffer(format: format, samples: identityFrames(0..<88_200)))
+        try player.play()
+        var out = try rig.render(44_100)
+        try player.pause()
+        let held = player.currentFrame, time = player.currentTime
+        #expect(held == 44_100 + 220, "\(kind): the pause holds the frame its 5 ms fade ends on, not \(held)")
+        out += try rig.render(1_000)
+        #expect(player.currentFrame == held && player.currentTime == time, "steady while the fade and the pause render")
+        let silence = try rig.render(2_048)
+        #expect(silence.allSatisfy { $0 == 0 })
+        #expect(player.currentFrame == held)
+        let fade = decodeIdentity(Array(out.dropFirst(44_100 * 2))).compactMap { $0 }
+        #expect((219...220).contains(fade.count), "\(kind): the fade-out sounds \(fade.count) frames")
+        try Self.expectResumeOnTheHeldFrame(player, rig, before: out, held: held, frames: 88_200)
     }
 
     @Test(arguments: Backend.allCases)
@@ -416,18 +448,64 @@ struct AudioPlayerTests {
         for target in [6_000, 12_800, 30_000] {
             _ = try rig.render(target - rendered)
             rendered = target
-            player.updateMeters()
-            let end = player.currentFrame / 256 * 256
-            let window = (end - player.meteringWindowFrames)..<end
-            for c in 0..<2 {
-                let values = window.map { samples[$0 * 2 + c] }
-                let average = Float(10 * log10(values.reduce(0.0) { $0 + Double($1) * Double($1) } / Double(values.count)))
-                let peak = 20 * log10(values.map(abs).max() ?? 0)
-                #expect(abs(try player.averagePower(forChannel: c) - average) < 0.01, "channel \(c) at \(end)")
-                #expect(abs(try player.peakPower(forChannel: c) - peak) < 0.01, "channel \(c) at \(end)")
-            }
+            try Self.expectMetersReadTheWindowAtThePlayPosition(player, samples)
         }
         expectError(.invalidParameter, "channel 2 of a stereo source") { _ = try player.peakPower(forChannel: 2) }
+    }
+
+    /// After a seek the meters measure the frames heard from the seek on, in the same window
+    /// as without one: the whole 256-frame blocks of the source that end at the frame playing.
+    /// (They measured blocks counted from the seek's frame, up to a block off the play
+    /// position, and the seek's first block as if it were whole: 0.04 to 0.3 dB off on this
+    /// 20 dB/s ramp.)
+    @Test(arguments: Backend.allCases)
+    func metersAfterASeekReadTheFramesAtThePlayPosition(_ kind: Backend) throws {
+        let rig = try Rig(kind)
+        // A 750 Hz tone rising 20 dB a second, from -40 dBFS: every frame has its own level.
+        var samples: [Float] = []
+        for i in 0..<96_000 {
+            let t = Double(i) / 48_000
+            let v = Float(pow(10, (-40 + 20 * t) / 20) * sin(2 * Double.pi * 750 * t))
+            samples += [v, v * 0.5]
+        }
+        let (player, _) = try makePlayer(rig, try PCMBuffer(format: stereo48, samples: samples))
+        player.setMeteringEnabled(true)
+        try player.play()
+        _ = try rig.render(4_800)
+        // Targets off the 256-frame grid, one while playing, one while paused.
+        try player.setCurrentTime(Double(30_100) / 48_000)
+        for _ in 0..<4 {
+            _ = try rig.render(1_000)
+            try Self.expectMetersReadTheWindowAtThePlayPosition(player, samples, heardFrom: 30_100)
+        }
+        try player.pause()
+        _ = try rig.render(1_024)
+        try player.seek(toFrame: 60_170)
+        try player.play()
+        for _ in 0..<4 {
+            _ = try rig.render(1_000)
+            try Self.expectMetersReadTheWindowAtThePlayPosition(player, samples, heardFrom: 60_170)
+        }
+    }
+
+    /// Updates the meters and expects them to read the power of `samples` (stereo) over the
+    /// `meteringWindowFrames` frames of whole 256-frame blocks that end at the frame playing,
+    /// or over those heard since frame `heardFrom` (where playback started or a seek landed).
+    static func expectMetersReadTheWindowAtThePlayPosition(_ player: AudioPlayer, _ samples: [Float], heardFrom: Int = 0,
+                                                           sourceLocation: SourceLocation = #_sourceLocation) throws {
+        player.updateMeters()
+        let end = player.currentFrame / 256 * 256
+        let window = max(heardFrom, end - player.meteringWindowFrames)..<end
+        for c in 0..<2 {
+            let values = window.map { samples[$0 * 2 + c] }
+            let average = Float(10 * log10(values.reduce(0.0) { $0 + Double($1) * Double($1) } / Double(values.count)))
+            let peak = 20 * log10(values.map(abs).max() ?? 0)
+            let (measuredAverage, measuredPeak) = (try player.averagePower(forChannel: c), try player.peakPower(forChannel: c))
+            #expect(abs(measuredAverage - average) < 0.01, "channel \(c) at \(end): average \(measuredAverage), not \(average) dB",
+                    sourceLocation: sourceLocation)
+            #expect(abs(measuredPeak - peak) < 0.01, "channel \(c) at \(end): peak \(measuredPeak), not \(peak) dB",
+                    sourceLocation: sourceLocation)
+        }
     }
 
     // MARK: Bad calls

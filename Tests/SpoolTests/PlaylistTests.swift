@@ -247,6 +247,124 @@ struct PlaylistTests {
     }
 }
 
+/// A playlist announces each item when its first frame is heard: offline in the render call
+/// that renders it, in real time within a device period of it. (Item 0 was announced only
+/// when item 1 was queued, the later items when they were queued, about 0.2 s early, and a
+/// jump before play announced item 0 as well.)
+@Suite("Playlist items announced when heard")
+struct PlaylistAnnouncementTests {
+    /// What a playlist's events stream has told so far, read on a task of its own.
+    final class Told: Sendable {
+        let events = Locked<[String]>([])
+        private let reader: Task<Void, Never>
+
+        init(_ stream: AsyncStream<PlaylistEvent>) {
+            let events = self.events
+            reader = Task { for await event in stream { events.withLock { $0.append("\(event)") } } }
+        }
+
+        deinit { reader.cancel() }
+
+        /// The events once `count` have come, or what came within 5 s.
+        func waitFor(_ count: Int) async -> [String] {
+            let deadline = ContinuousClock.now + .seconds(5)
+            while events.withLock({ $0.count < count }), ContinuousClock.now < deadline {
+                try? await Task.sleep(for: .milliseconds(2))
+            }
+            return events.withLock { $0 }
+        }
+
+        /// The events after a pause long enough for any already sent to have been read: offline,
+        /// nothing else sends one while the test renders nothing.
+        func settled() async -> [String] {
+            try? await Task.sleep(for: .milliseconds(100))
+            return events.withLock { $0 }
+        }
+    }
+
+    @Test(arguments: Backend.allCases)
+    func eachItemIsAnnouncedInTheRenderCallThatRendersItsFirstFrame(_ kind: Backend) async throws {
+        let rig = try Rig(kind)
+        let playlist = try Playlist(items: [PlaylistTests.item(0, frames: 5_000), PlaylistTests.item(1, frames: 4_000),
+                                            PlaylistTests.item(2, frames: 3_000)], backend: rig.backend)
+        let told = Told(playlist.events)
+        try playlist.play()
+        #expect(await told.settled() == [], "nothing is heard before the first render")
+        var rendered = 0
+        var expected: [String] = []
+        for (index, first) in [0, 5_000, 9_000].enumerated() {
+            _ = try rig.render(first - rendered)
+            rendered = first
+            #expect(await told.settled() == expected, "item \(index) is not announced before frame \(first) renders")
+            _ = try rig.render(1)
+            rendered += 1
+            expected.append("current item \(index)")
+            #expect(await told.waitFor(expected.count) == expected, "item \(index) is announced with its first frame, \(first)")
+        }
+        _ = try rig.render(until: { playlist.player.state == .stopped }, limit: 48_000)
+        #expect(await told.waitFor(4) == expected + ["finished"])
+    }
+
+    @Test(arguments: Backend.allCases)
+    func aJumpBeforePlayAnnouncesOnlyTheItemJumpedTo(_ kind: Backend) async throws {
+        let rig = try Rig(kind)
+        let playlist = try Playlist(items: (0..<4).map { try PlaylistTests.item($0, frames: 3_000) }, backend: rig.backend)
+        let told = Told(playlist.events)
+        try playlist.jump(to: 2)
+        try playlist.play()
+        _ = try rig.render(1)
+        #expect(await told.waitFor(1) == ["current item 2"])
+        #expect(await told.settled() == ["current item 2"], "item 0 is never heard, nor announced")
+        let out = try rig.render(until: { playlist.player.state == .stopped }, limit: 48_000)
+        #expect(PlaylistTests.heard(out) == [2, 3])
+        #expect(await told.waitFor(3) == ["current item 2", "current item 3", "finished"])
+    }
+
+    /// On the real-time null devices each item comes within a device period (21 ms here) of
+    /// when it is heard: item 1 comes as long after item 0 as item 0 lasts.
+    @Test(arguments: Backend.allCases)
+    func inRealTimeEachItemIsAnnouncedWithinADevicePeriodOfBeingHeard(_ kind: Backend) async throws {
+        let configuration = OutputConfiguration(sampleRate: 48_000, periodFrames: 1_024, periodCount: 3)
+        let backend: any PlaybackBackend = switch kind {
+        case .queue: try BufferQueueBackend.open(.null, configuration: configuration).backend
+        case .openAL: try OpenALBackend.open(.null, configuration: configuration).backend
+        }
+        let playlist = try Playlist(items: [.buffer(try sine(440, frames: 14_400, format: stereo48)),
+                                            .buffer(try sine(660, frames: 4_800, format: stereo48))], backend: backend)
+        let arrivals = Locked<[(String, UInt64)]>([])
+        let events = playlist.events
+        // Read on a queue of the test's own: other tests' offline renders may hold every thread
+        // of the cooperative pool, and the reading would come late.
+        let reader = Task(executorPreference: QueueExecutor()) {
+            for await event in events {
+                arrivals.withLock { $0.append(("\(event)", HostTime.now())) }
+                if case .finished = event { break }
+            }
+        }
+        let played = HostTime.now()
+        try playlist.play()
+        await reader.value
+        let told = arrivals.withLock { $0 }
+        try #require(told.map(\.0) == ["current item 0", "current item 1", "finished"], "\(told.map(\.0))")
+        let period = 1_024.0 / 48_000
+        let first = HostTime.seconds(from: played, to: told[0].1)
+        #expect(first >= backend.outputLatency - period - 0.005, "item 0 came \(first) s after play(), before it was heard")
+        let gap = HostTime.seconds(from: told[0].1, to: told[1].1)
+        #expect(abs(gap - 0.3) < period + 0.01, "item 1 came \(gap) s after item 0, which lasts 0.3 s")
+    }
+}
+
+/// Runs the jobs of the tasks that prefer it on a dispatch queue rather than on the
+/// cooperative pool.
+final class QueueExecutor: TaskExecutor {
+    let queue = DispatchQueue(label: "test.playlist.arrivals")
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        queue.async { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
+    }
+}
+
 /// A playlist's event streams end when it goes, as a player's do.
 @Suite("Playlist events end with the playlist")
 struct PlaylistEventStreamTests {

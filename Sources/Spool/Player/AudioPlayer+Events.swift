@@ -64,6 +64,14 @@ enum EventDelivery {
         if queue.getSpecific(key: key) == nil { queue.setSpecific(key: key, value: Marker()) }
     }
 
+    /// Runs `body` on `queue` at `hostTime` (`HostTime`), or at once when that has passed: an
+    /// event timed to when a frame is heard, in real time.
+    static func run(on queue: DispatchQueue, atHostTime hostTime: UInt64, _ body: @escaping @Sendable () -> Void) {
+        let now = HostTime.now()
+        guard hostTime > now else { return queue.async(execute: body) }
+        queue.asyncAfter(deadline: .now() + .nanoseconds(Int(clamping: hostTime - now)), execute: body)
+    }
+
     /// Runs `body` on `queue`: later in real time, before returning offline.
     static func run(on queue: DispatchQueue, offline: Bool, _ body: @escaping @Sendable () -> Void) {
         guard offline else { return queue.async(execute: body) }

@@ -42,7 +42,8 @@ import SpoolResampling
 /// **Position.** `currentTime` is the source frame the voice has taken into the output,
 /// exact to the frame at equal rates (under rate conversion it leads what is heard by the
 /// converter's look-ahead, under 30 ms; with the pitch-preserving rate it is interpolated from
-/// the time-stretcher's record, within a few milliseconds).
+/// the time-stretcher's record, within a few milliseconds). While paused it is the frame play
+/// resumes on, from the moment `pause()` returns.
 public final class AudioPlayer: Sendable {
     /// Where the player's transport is; see the table above.
     public enum State: Sendable, Equatable, CustomStringConvertible {
@@ -85,6 +86,15 @@ public final class AudioPlayer: Sendable {
     private let stream: PlayerStream
     private let control: Locked<Control>
     private let ending = Locked(Ending())
+    /// The voice as the feeding thread reaches it (`whenPlayed`), which may run inside
+    /// `control`; with what was asked before there was a voice.
+    private let positions = Locked(Positions())
+
+    private struct Positions: @unchecked Sendable {
+        // Sendable: the voice is Sendable; reached only through the lock.
+        var voice: (any PlaybackVoice)?
+        var waiting: [(framesPlayed: Int, body: @Sendable (UInt64) -> Void)] = []
+    }
 
     /// The transport and settings; every public call holds this lock for its whole length, so
     /// calls are serialised. Voice handlers never take it (they record in `ending`).
@@ -208,6 +218,7 @@ public final class AudioPlayer: Sendable {
     }
 
     deinit {
+        positions.withLock { $0 = Positions() }
         let voice = control.withLock { $0.voice }
         guard let voice else { return }
         // A playing voice fades out rather than stopping on a click.
@@ -316,8 +327,9 @@ public final class AudioPlayer: Sendable {
         }
     }
 
-    /// Pauses a playing player: a 5 ms fade-out, then it holds its place; `play()` resumes
-    /// there. Does nothing otherwise. The corresponding Apple call is `pause()`.
+    /// Pauses a playing player: a 5 ms fade-out, then it holds the frame the fade ends on,
+    /// which `currentTime` reads from the moment this returns and `play()` resumes on. Does
+    /// nothing otherwise. The corresponding Apple call is `pause()`.
     ///
     /// - Throws: The back-end's error.
     public func pause() throws {
@@ -513,9 +525,10 @@ public final class AudioPlayer: Sendable {
     }
 
     /// Measures the meters over the `meteringWindowFrames` frames of the source that end at
-    /// the frame being played (`currentTime`, counted in whole 256-frame blocks), for
-    /// `averagePower(forChannel:)` and `peakPower(forChannel:)` to read. Does nothing unless
-    /// metering is enabled. The corresponding Apple call is `updateMeters()`.
+    /// the frame being played (`currentTime`, counted in whole 256-frame blocks of the source),
+    /// for `averagePower(forChannel:)` and `peakPower(forChannel:)` to read: the frames heard,
+    /// so that after a play or a seek began less than a window ago, only those since. Does
+    /// nothing unless metering is enabled. The corresponding Apple call is `updateMeters()`.
     public func updateMeters() {
         control.withLock { c in
             guard c.isMeteringEnabled else { return }
@@ -575,6 +588,7 @@ public final class AudioPlayer: Sendable {
             c.voice?.dispose()
             c.voice = nil
             c.feeder = nil
+            positions.withLock { $0.voice = nil }
         }
         c.state = .stopped
         c.startFrame = 0
@@ -593,6 +607,11 @@ public final class AudioPlayer: Sendable {
             try feeder.seek(toFrame: c.startFrame)
         } else {
             let voice = try c.quality.map { try backend.makeVoice(format: format, quality: $0) } ?? backend.makeVoice(format: format)
+            let waiting = positions.withLock { p in
+                defer { (p.voice, p.waiting) = (voice, []) }
+                return p.waiting
+            }
+            for (framesPlayed, body) in waiting { watch(voice, framesPlayed: framesPlayed, body) }
             do {
                 try voice.setVolume(c.volume)
                 try voice.setPan(c.pan)
@@ -602,6 +621,7 @@ public final class AudioPlayer: Sendable {
                 c.voice = voice
                 c.feeder = feeder
             } catch {
+                positions.withLock { $0.voice = nil }
                 voice.dispose()
                 throw error
             }
@@ -658,6 +678,35 @@ public final class AudioPlayer: Sendable {
         try c.voice?.setPlaybackRate(varispeedRate(c))
         guard c.state != .stopped, hadStage != (tempo != nil) else { return }
         try move(&c, to: frame(c))
+    }
+
+    /// Calls `body` where the voice's handlers run once the source frames before `frame` of
+    /// the stream being fed have been played (taken into the output), with the `HostTime` at
+    /// which the last of them is heard: offline during the render call that renders it, in
+    /// real time within a device period of its being rendered. Nothing is called when the run
+    /// ends first (a stop, a seek, an end before `frame`). Safe from inside the player's own
+    /// calls and its feeding thread.
+    func whenPlayed(upTo frame: Int, _ body: @escaping @Sendable (_ heardAt: UInt64) -> Void) {
+        let framesPlayed = stream.streamFrame(ofSourceFrame: frame)
+        let voice = positions.withLock { p -> (any PlaybackVoice)? in
+            if p.voice == nil { p.waiting.append((framesPlayed, body)) }
+            return p.voice
+        }
+        if let voice { watch(voice, framesPlayed: framesPlayed, body) }
+    }
+
+    /// Adds the position handler of `whenPlayed` to `voice`.
+    private func watch(_ voice: any PlaybackVoice, framesPlayed: Int, _ body: @escaping @Sendable (UInt64) -> Void) {
+        let rate = format.sampleRate
+        voice.addPositionHandler(atFramesPlayed: framesPlayed) { [weak voice] in
+            guard let voice else { return }
+            // The frame was taken into the output `since` seconds ago (less than a period; at
+            // the source's own speed, close enough under varispeed); it is heard once what the
+            // output holds ahead of the speaker has played.
+            let since = Double(voice.framesPlayed - framesPlayed) / rate
+            let ahead = max(0, voice.outputLatency - max(0, since))
+            body(HostTime.now() &+ HostTime.nanoseconds(ahead))
+        }
     }
 
     /// Called on the voice's callback thread when a run's feed ends: records it (the next

@@ -47,6 +47,9 @@ final class PlayerStream: AudioDecoder, @unchecked Sendable {
         /// The pitch-preserving tempo to use from the next seek; nil for none.
         var requestedTempo: Double?
         var checkpoints: [Checkpoint] = []
+        /// The run being read, or sought, now: where the frames the source produces in the
+        /// meantime go, before their checkpoint is recorded.
+        var reading: Checkpoint?
         var seekFrame = 0
         var meter: PowerMeter
         /// Loop seams crossed since the last seek.
@@ -92,6 +95,17 @@ final class PlayerStream: AudioDecoder, @unchecked Sendable {
         }
     }
 
+    /// The stream frame at which source frame `frame` is fed: in the run being read or sought
+    /// now (a source may ask during its read or seek), else in the latest recorded run that
+    /// began at or before it.
+    func streamFrame(ofSourceFrame frame: Int) -> Int {
+        shared.withLock { s in
+            let run = s.reading ?? s.checkpoints.last { $0.sourceFrame <= frame }
+                ?? Checkpoint(streamFrame: 0, sourceFrame: s.seekFrame, tempo: 1)
+            return run.streamFrame + Int((Double(frame - run.sourceFrame) / run.tempo).rounded(.up))
+        }
+    }
+
     /// The power of `channel` over `blocks` meter blocks ending at stream frame `frame`.
     func power(channel: Int, endingAt frame: Int, blocks: Int) -> (average: Float, peak: Float) {
         shared.withLock { $0.meter.power(channel: channel, endingAt: frame, blocks: blocks) }
@@ -121,9 +135,14 @@ final class PlayerStream: AudioDecoder, @unchecked Sendable {
                 from = base.position
                 rate = 1
             }
-            let n = try (stage ?? base).read(into: buffer)
+            let start = streamFrames
+            shared.withLock { $0.reading = Checkpoint(streamFrame: start, sourceFrame: from, tempo: rate) }
+            let n: Int
+            do {
+                defer { shared.withLock { $0.reading = nil } }
+                n = try (stage ?? base).read(into: buffer)
+            }
             if n > 0 {
-                let start = streamFrames
                 shared.withLock { s in
                     s.checkpoints.append(Checkpoint(streamFrame: start, sourceFrame: from, tempo: rate))
                     // Enough history for what the voice still holds (feeding runs < 1 s ahead).
@@ -158,13 +177,15 @@ final class PlayerStream: AudioDecoder, @unchecked Sendable {
         case (let current?, let tempo?): if current.tempo != tempo { try current.setTempo(tempo) }
         case (nil, nil): break
         }
+        shared.withLock { $0.reading = Checkpoint(streamFrame: 0, sourceFrame: frame, tempo: tempo ?? 1) }
+        defer { shared.withLock { $0.reading = nil } }
         try (stage ?? base).seek(toFrame: frame)
         passOutputFrames = 0
         streamFrames = 0
         shared.withLock { s in
             s.checkpoints = []
             s.seekFrame = frame
-            s.meter.reset()
+            s.meter.reset(atSourceFrame: frame)
             s.seams = 0
         }
     }

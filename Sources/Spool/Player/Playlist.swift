@@ -4,10 +4,13 @@ import SpoolCore
 
 /// What a `Playlist` tells its event streams.
 public enum PlaylistEvent: Sendable, CustomStringConvertible {
-    /// The item at `index` (in `items`) has been queued to the output after the one before it:
-    /// it is heard within the output's buffering (about 0.3 s) of this event.
+    /// The item at `index` (in `items`) is heard: sent when its first frame is (offline, within
+    /// the render call that renders it; in real time within a device period of its being
+    /// heard). A move to the item already announced (a seek within it, a stop and play) sends
+    /// nothing; each loop pass of an item sends it again.
     case currentItemChanged(index: Int)
-    /// An item could not be opened and was skipped.
+    /// An item could not be opened or decoded and was skipped; sent when the place in the
+    /// stream where it would have played (or where its damage cut it short) is heard.
     case itemFailed(index: Int, error: AudioError)
     /// The last item played to its end (with repeat off).
     case finished
@@ -50,13 +53,10 @@ public final class Playlist: Sendable {
     public let player: AudioPlayer
     private let source: PlaylistSource
     private let listeners = Locked<[Int: AsyncStream<PlaylistEvent>.Continuation]>([:])
-    private let reported = Locked(Reported())
+    private let nextStream = Locked(0)
+    /// In real time, events waiting for the host time they are heard at, in order.
+    private let scheduled = Locked<[(due: UInt64, events: [PlaylistEvent])]>([])
     private let monitor: PlaylistMonitor
-
-    private struct Reported: Sendable {
-        var changes = 0
-        var nextStream = 0
-    }
 
     /// Makes a playlist.
     ///
@@ -87,7 +87,7 @@ public final class Playlist: Sendable {
         monitor = PlaylistMonitor()
         player.delegate = monitor
         monitor.playlist = self
-        source.onChange { [weak self] in self?.report(finished: false) }
+        source.onChange { [weak self] change in self?.schedule(change) }
     }
 
     // Every stream of its events ends when it goes, after the events already sent (on the
@@ -373,38 +373,69 @@ public final class Playlist: Sendable {
     /// A new stream of this playlist's events, from now on. It ends when the playlist goes.
     public var events: AsyncStream<PlaylistEvent> {
         let (stream, continuation) = AsyncStream<PlaylistEvent>.makeStream(bufferingPolicy: .bufferingNewest(64))
-        let id = reported.withLock { r -> Int in
-            r.nextStream += 1
-            return r.nextStream
+        let id = nextStream.withLock { n -> Int in
+            n += 1
+            return n
         }
         listeners.withLock { $0[id] = continuation }
         continuation.onTermination = { [weak self] _ in _ = self?.listeners.withLock { $0.removeValue(forKey: id) } }
         return stream
     }
 
-    /// Sends what happened since the last call: items queued, items skipped, the end.
-    func report(finished: Bool) {
-        let events = source.plan.withLock { p -> [PlaylistEvent] in
-            reported.withLock { r in
-                var events: [PlaylistEvent] = p.changes.dropFirst(r.changes).compactMap { change in
-                    switch change {
-                    case .started(let id): p.insertion.firstIndex(of: id).map { .currentItemChanged(index: $0) }
-                    case .failed(let id, let error): .itemFailed(index: p.insertion.firstIndex(of: id) ?? -1, error: error)
-                    }
-                }
-                r.changes = p.changes.count
-                if finished { events.append(.finished) }
-                return events
+    /// Has `change` announced once it is heard (see `AudioPlayer.whenPlayed`): an item's start
+    /// with its first frame, a failure with the last frame before it (the stream may end there).
+    private func schedule(_ change: PlaylistChange) {
+        let upTo = if case .started = change.kind { change.frame + 1 } else { change.frame }
+        player.whenPlayed(upTo: upTo) { [weak self] heardAt in self?.announce(change, heardAt: heardAt) }
+    }
+
+    /// Sends the event `change` stands for, unless a seek since means it was never heard or it
+    /// is no news.
+    private func announce(_ change: PlaylistChange, heardAt: UInt64) {
+        let event = source.plan.withLock { p -> PlaylistEvent? in
+            guard change.generation == p.generation else { return nil }
+            switch change.kind {
+            case .started(let id, let restarted):
+                if restarted, p.lastAnnounced == id { return nil }
+                p.lastAnnounced = id
+                return p.insertion.firstIndex(of: id).map { .currentItemChanged(index: $0) }
+            case .failed(let id, let error):
+                return .itemFailed(index: p.insertion.firstIndex(of: id) ?? -1, error: error)
             }
         }
-        let continuations = listeners.withLock { Array($0.values) }
-        let yield: @Sendable () -> Void = {
-            for event in events { for continuation in continuations { continuation.yield(event) } }
+        if let event { send([event], at: heardAt) }
+    }
+
+    /// Sends `.finished`: the last item played to its end.
+    func reportFinished() {
+        source.plan.withLock { $0.lastAnnounced = nil }
+        send([.finished], at: HostTime.now())
+    }
+
+    /// Gives `events` to every stream: offline at once, on the thread that rendered (or primed)
+    /// them, within that call; in real time on the event queue at `heardAt`, after the events
+    /// sent before them. A yield runs no user code, so offline this needs no hop to the event
+    /// queue, which might wait on a lock the caller holds.
+    private func send(_ events: [PlaylistEvent], at heardAt: UInt64) {
+        guard player.backend.offlineRenderer == nil else { return yield(events) }
+        let due = scheduled.withLock { s -> UInt64 in
+            let due = max(heardAt, s.last?.due ?? 0)
+            s.append((due, events))
+            return due
         }
-        // Offline the streams get the events here, within the render call (or the control
-        // call that primed the stream) in which they happened. A yield runs no user code, so
-        // this needs no hop to the event queue, which might wait on a lock the caller holds.
-        if player.backend.offlineRenderer != nil { yield() } else { player.eventQueue.async(execute: yield) }
+        EventDelivery.run(on: player.eventQueue, atHostTime: due) { [weak self] in
+            guard let self else { return }
+            yield(scheduled.withLock { s in
+                let count = s.prefix { $0.due <= due }.count
+                defer { s.removeFirst(count) }
+                return s.prefix(count).flatMap(\.events)
+            })
+        }
+    }
+
+    private func yield(_ events: [PlaylistEvent]) {
+        let continuations = listeners.withLock { Array($0.values) }
+        for event in events { for continuation in continuations { continuation.yield(event) } }
     }
 
     /// Where the player is, read before the plan's lock is taken (the player's feeder takes
@@ -451,6 +482,6 @@ private final class PlaylistMonitor: AudioPlayerDelegate, @unchecked Sendable {
     weak var playlist: Playlist?
 
     func audioPlayerDidFinishPlaying(_ player: AudioPlayer, successfully flag: Bool) {
-        playlist?.report(finished: true)
+        playlist?.reportFinished()
     }
 }

@@ -70,10 +70,11 @@ struct PlaylistPlan: Sendable {
     var passages: [PassageRecord] = []
     /// Items that could not be opened or decoded, skipped, with why.
     var failures: [(id: Int, error: AudioError)] = []
-    /// Every item start and failure, in order, for the playlist's events.
-    var changes: [PlaylistChange] = []
-    /// The item that started last.
-    var lastStarted: Int?
+    /// Counts the seeks that started the stream somewhere new: a change recorded before the
+    /// latest is never heard.
+    var generation = 0
+    /// The item the playlist last announced as heard (nil once it finished).
+    var lastAnnounced: Int?
     /// The stream's length as far as it is known: to the end of the item being fed.
     var knownEnd = 0
     /// The stream frame the stream ended at, once it has.
@@ -142,10 +143,21 @@ struct PassageRecord: Sendable {
     var ordinal = 0
 }
 
-/// An entry of `PlaylistPlan.changes`.
-enum PlaylistChange: Sendable {
-    case started(Int)
-    case failed(Int, AudioError)
+/// An item start or failure, where it falls in the stream: what the playlist announces once
+/// its frame is heard.
+struct PlaylistChange: Sendable {
+    enum Kind: Sendable {
+        /// Item `id` starts; `restarted` when a seek started the stream at it, which is no news
+        /// when it is the item announced last.
+        case started(id: Int, restarted: Bool)
+        case failed(id: Int, error: AudioError)
+    }
+
+    var kind: Kind
+    /// The stream frame it falls on.
+    var frame: Int
+    /// `PlaylistPlan.generation` when it was recorded.
+    var generation: Int
 }
 
 /// The decoder a playlist's player plays: its items one after another at the output's format,
@@ -173,17 +185,37 @@ final class PlaylistSource: AudioDecoder, @unchecked Sendable {
     private let opener = DispatchQueue(label: "spool.playlist.open", qos: .userInitiated)
     private var current: (id: Int, decoder: ConvertingDecoder, pass: Int)?
     private(set) var position = 0
+    /// Whether frames were read since the last seek: a seek to where the stream already stands
+    /// before any is read (the player's first prepare after the playlist's own) is no new start.
+    private var readSinceSeek = true
 
-    /// Called on the feeder's thread each time an item starts or fails, after the plan records it.
-    private let changed = Locked<(@Sendable () -> Void)?>(nil)
+    /// Called on the feeder's thread with each item start and failure; the changes recorded
+    /// before it is set wait for it.
+    private let changed = Locked<(handler: (@Sendable (PlaylistChange) -> Void)?, waiting: [PlaylistChange])>((nil, []))
 
     init(format: AudioFormat, plan: PlaylistPlan) {
         self.format = format
         self.plan = Locked(plan)
     }
 
-    /// Sets what to call when an item starts or fails.
-    func onChange(_ handler: @escaping @Sendable () -> Void) { changed.withLock { $0 = handler } }
+    /// Sets what to call when an item starts or fails, and calls it with the changes so far.
+    func onChange(_ handler: @escaping @Sendable (PlaylistChange) -> Void) {
+        let waiting = changed.withLock { c in
+            defer { c = (handler, []) }
+            return c.waiting
+        }
+        for change in waiting { handler(change) }
+    }
+
+    /// Tells of `kind` at stream frame `frame`, of the current generation.
+    private func tell(_ kind: PlaylistChange.Kind, at frame: Int) {
+        let change = PlaylistChange(kind: kind, frame: frame, generation: plan.withLock { $0.generation })
+        let handler = changed.withLock { c -> (@Sendable (PlaylistChange) -> Void)? in
+            if c.handler == nil { c.waiting.append(change) }
+            return c.handler
+        }
+        handler?(change)
+    }
 
     var info: AudioFileInfo { AudioFileInfo(container: "playlist", codec: "items") }
     /// None: an item's warnings are reported as that item's failure when it ends.
@@ -200,6 +232,7 @@ final class PlaylistSource: AudioDecoder, @unchecked Sendable {
                 let n = try playing.decoder.read(into: buffer)
                 if n > 0 {
                     position += n
+                    readSinceSeek = true
                     let frame = position
                     plan.withLock { $0.knownEnd = max($0.knownEnd, frame) }
                     return n
@@ -243,12 +276,8 @@ final class PlaylistSource: AudioDecoder, @unchecked Sendable {
             let record = PassageRecord(frame: position, id: current.id, itemFrame: current.decoder.position,
                                        pass: current.pass, itemFrames: current.decoder.frameCount,
                                        sourceFormat: current.decoder.sourceFormat, info: current.decoder.info)
-            plan.withLock { p in
-                p.begin(record)
-                p.changes.append(.started(record.id))
-                p.lastStarted = record.id
-            }
-            changed.withLock { $0 }?()
+            plan.withLock { $0.begin(record) }
+            tell(.started(id: record.id, restarted: false), at: record.frame)
             openAhead()
         }
         return 0
@@ -260,45 +289,45 @@ final class PlaylistSource: AudioDecoder, @unchecked Sendable {
             defer { p.selectedFrame = nil }
             return (p.selected ?? p.order.first, p.selectedFrame)
         }
+        let standing = !readSinceSeek && frame == position && itemFrame == nil && current?.id == id
+        readSinceSeek = false
+        if !standing { plan.withLock { $0.generation += 1 } }
         guard let id else {
             current = nil
             return
         }
+        position = frame
         if let playing = current, playing.id == id {
             try playing.decoder.seek(toFrame: itemFrame ?? plan.withLock { $0.startFrame(of: id, at: format) })
             current = (id, playing.decoder, 1)
         } else {
             current = take(id, at: itemFrame)
         }
-        position = frame
         let record = current.map {
             PassageRecord(frame: frame, id: $0.id, itemFrame: $0.decoder.position, pass: 1,
                           itemFrames: $0.decoder.frameCount, sourceFormat: $0.decoder.sourceFormat, info: $0.decoder.info)
         }
-        let isNew = plan.withLock { p -> Bool in
+        plan.withLock { p in
             p.passages = []
             p.knownEnd = frame
             p.endFrame = nil
             p.stopFrame = nil
             if let record { p.begin(record) }
             p.selected = record?.id
-            guard let started = record?.id, started != p.lastStarted else { return false }
-            p.changes.append(.started(started))
-            p.lastStarted = started
-            return true
         }
-        if isNew { changed.withLock { $0 }?() }
+        if let started = record?.id, !standing { tell(.started(id: started, restarted: true), at: frame) }
         openAhead()
     }
 
-    /// Records that item `id` failed with `error`.
+    /// Records that item `id` failed with `error`, where the stream stands.
     private func record(failure error: any Error, of id: Int) {
-        plan.withLock { p in
+        let failure = plan.withLock { p in
             let name = p.items[id]?.name ?? "item"
             let failure = error as? AudioError ?? AudioError(.readFailed, "\(name): \(error)", underlying: error)
             p.failures.append((id, failure))
-            p.changes.append(.failed(id, failure))
+            return failure
         }
+        tell(.failed(id: id, error: failure), at: position)
     }
 
     /// Opens `id` at output frame `frame` (nil: where it starts), or, if it cannot be opened,
