@@ -18,8 +18,28 @@ public final class BufferQueueBackend: PlaybackBackend {
     /// - Throws: The device's error.
     public init(device: any OutputDevice) throws {
         engine = QueueEngine(device: device)
+        device.setEventHandler { [outputEvents] event in outputEvents.dispatch(event) }
         try engine.start()
     }
+
+    private let outputEvents = OutputEventHandlers()
+
+    /// The device's name: `pulse`, `pulse:SINK`, `alsa:NAME`, `null` or `offline`.
+    public var outputName: String { engine.device.name }
+
+    /// Adds a handler for what the device reports, on the device's event queue.
+    public func addOutputEventHandler(_ handler: @escaping @Sendable (OutputDeviceEvent) -> Void) -> VoiceHandlerToken {
+        outputEvents.add(handler)
+    }
+
+    public func removeOutputEventHandler(_ token: VoiceHandlerToken) { outputEvents.remove(token) }
+
+    /// The device's period, as it granted it.
+    public var outputPeriodFrames: Int { engine.device.periodFrames }
+
+    /// Sets the stream's `media.role` on the native sound-server output
+    /// (`PulseAudioDevice.setRole(_:)`); other devices have none.
+    public func setOutputRole(_ role: String) { (engine.device as? PulseAudioDevice)?.setRole(role) }
 
     /// Opens `target` and makes a back-end over it, as `OutputDeviceFactory.open` does:
     /// `.default` falls back to the null device where no audio device opens, and says so.
@@ -29,9 +49,10 @@ public final class BufferQueueBackend: PlaybackBackend {
     /// - Returns: The back-end, and a one-line notice for the user when the output is not
     ///   the one asked for (`nil` otherwise).
     /// - Throws: As `OutputDeviceFactory.open`.
-    public static func open(_ target: OutputTarget = .default, configuration: OutputConfiguration = OutputConfiguration())
-        throws -> (backend: BufferQueueBackend, notice: String?) {
-        let (device, notice) = try OutputDeviceFactory.open(target, configuration: configuration)
+    ///   - role: The stream's `media.role` on the native sound-server output.
+    public static func open(_ target: OutputTarget = .default, configuration: OutputConfiguration = OutputConfiguration(),
+                            role: String = "music") throws -> (backend: BufferQueueBackend, notice: String?) {
+        let (device, notice) = try OutputDeviceFactory.open(target, configuration: configuration, role: role)
         return (try BufferQueueBackend(device: device), notice)
     }
 

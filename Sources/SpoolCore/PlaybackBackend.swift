@@ -11,8 +11,9 @@ public protocol PlaybackBackend: AnyObject, Sendable {
     var name: String { get }
     /// The format the back-end mixes to.
     var outputFormat: AudioFormat { get }
-    /// Seconds of audio the output holds ahead of the speaker: what a newly started sound
-    /// waits behind.
+    /// Seconds of audio the output holds ahead of the speaker: what a sound playing is heard
+    /// behind, and what a newly started one waits behind unless the output rewinds (the
+    /// buffer queue on a device that does starts it within a few milliseconds).
     var outputLatency: Double { get }
 
     /// Makes a voice for audio of `format`, in the `.stopped` state, with nothing queued, at
@@ -54,6 +55,30 @@ public protocol PlaybackBackend: AnyObject, Sendable {
     /// - Throws: `AudioError.Code.unsupported` where `supportsSharedBuffers` is false;
     ///   `AudioError.Code.invalidParameter` for a buffer another back-end made.
     func makeVoice(playing buffer: any SharedBuffer, priority: Int) throws -> any SharedBufferVoice
+
+    // What the output says about itself (OutputEvents.swift has the defaults: a back-end whose
+    // output reports nothing).
+
+    /// The output the back-end plays to, by name: `pulse`, `pulse:SINK`, `alsa:default`,
+    /// `null`, `offline`, or OpenAL Soft's device name.
+    var outputName: String { get }
+
+    /// Adds a handler for what the output reports (`OutputDeviceEvent`: an underrun, its
+    /// loss, the sound server's cork requests and route changes), called on a queue of the
+    /// output's own, never the render thread.
+    /// - Returns: The token that removes it.
+    func addOutputEventHandler(_ handler: @escaping @Sendable (OutputDeviceEvent) -> Void) -> VoiceHandlerToken
+
+    /// Frames per period the output really runs with (0 where it has none to say).
+    var outputPeriodFrames: Int { get }
+
+    /// Removes a handler `addOutputEventHandler(_:)` added.
+    func removeOutputEventHandler(_ token: VoiceHandlerToken)
+
+    /// Tells the sound server what the output's stream plays (`media.role`: `music`, `game`,
+    /// `event`, `phone`…), so its policies (a call corking music) see it; ignored by outputs
+    /// without a stream role.
+    func setOutputRole(_ role: String)
 }
 
 extension PlaybackBackend {

@@ -15,7 +15,24 @@ public final class OpenALBackend: PlaybackBackend {
     /// - Parameter device: The sound server, the null device or a loopback device.
     public init(device: OpenALDevice) {
         self.device = device
+        device.setEventHandler { [outputEvents] event in outputEvents.dispatch(event) }
     }
+
+    private let outputEvents = OutputEventHandlers()
+
+    /// OpenAL Soft's name for the device.
+    public var outputName: String { device.name }
+
+    /// Adds a handler for what the device reports: OpenAL Soft's driver shows a lost device
+    /// (`ALC_CONNECTED`) and underruns, not the sound server's cork requests or route changes.
+    public func addOutputEventHandler(_ handler: @escaping @Sendable (OutputDeviceEvent) -> Void) -> VoiceHandlerToken {
+        outputEvents.add(handler)
+    }
+
+    public func removeOutputEventHandler(_ token: VoiceHandlerToken) { outputEvents.remove(token) }
+
+    /// OpenAL Soft's mixer update (`ALC_REFRESH`'s period), in frames.
+    public var outputPeriodFrames: Int { device.updateFrames }
 
     /// Opens a device of `kind` for the back-end. For the sound server, when a
     /// `configuration` is given it is applied first (`OpenALConfiguration.apply()`): its

@@ -64,17 +64,18 @@ public enum OutputDeviceFactory {
     /// - Parameters:
     ///   - target: The device to open.
     ///   - configuration: Rate, channels, period size and count to ask for.
+    ///   - role: The stream's `media.role` on the PulseAudio server (`music`, `game`, `event`…).
     /// - Returns: The device, and a one-line notice for the user when it is not the one asked
     ///   for (`nil` otherwise).
     /// - Throws: `AudioError.Code.invalidParameter` for a bad configuration;
     ///   `AudioError.Code.deviceUnavailable` when a named ALSA device or the PulseAudio server
     ///   (or its named sink) cannot be opened.
-    public static func open(_ target: OutputTarget, configuration: OutputConfiguration) throws
+    public static func open(_ target: OutputTarget, configuration: OutputConfiguration, role: String = "music") throws
         -> (device: any OutputDevice, notice: String?) {
         switch target {
         case .default:
             do {
-                return (try PulseAudioDevice(configuration: configuration), nil)
+                return (try PulseAudioDevice(configuration: configuration, role: role), nil)
             } catch let error as AudioError where error.code == .deviceUnavailable {
                 // No server (or no libpulse): a sound card through ALSA, quietly.
             }
@@ -85,7 +86,7 @@ public enum OutputDeviceFactory {
                 return (device, "no audio device could be opened (\(error.message)); playing to the null device")
             }
         case .pulse(let sink):
-            return (try PulseAudioDevice(sink: sink, configuration: configuration), nil)
+            return (try PulseAudioDevice(sink: sink, configuration: configuration, role: role), nil)
         case .alsa(let name):
             return (try ALSADevice(name: name, configuration: configuration), nil)
         case .null:

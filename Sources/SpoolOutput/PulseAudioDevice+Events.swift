@@ -34,3 +34,16 @@ extension PulseAudioStream {
         sinkWatcher.synchronize()
     }
 }
+
+extension PulseAudioStream {
+    /// Main loop lock: replaces the stream's `media.role` on the server, not waiting for the reply.
+    func updateRole(_ role: String) {
+        guard let stream, !lost.load(ordering: .acquiring) else { return }
+        let properties = pulse.proplistNew()
+        defer { pulse.proplistFree(properties) }
+        _ = pulse.proplistSets(properties, PA_PROP_MEDIA_ROLE, role)
+        if let operation = pulse.streamProplistUpdate(stream, PA_UPDATE_REPLACE, properties, nil, nil) {
+            pulse.operationUnref(operation)
+        }
+    }
+}

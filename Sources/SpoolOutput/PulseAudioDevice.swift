@@ -90,6 +90,7 @@ public final class PulseAudioDevice: OutputDevice {
         }
         stream.watchSinks()
         self.stream = stream
+        roleName = Locked(role)
         self.name = name
         self.format = format
         let granted = stream.granted, frameBytes = stream.frameBytes
@@ -121,6 +122,17 @@ public final class PulseAudioDevice: OutputDevice {
 
     /// The stream's index on the server (`pa_stream_get_index`): its `Sink Input #` in `pactl`.
     var sinkInputIndex: Int { stream.withMainloopLock { stream.stream.map { Int(stream.pulse.streamGetIndex($0)) } ?? -1 } }
+
+    /// The stream's `media.role`: the one it was made with, or the last `setRole(_:)`.
+    public var role: String { roleName.withLock { $0 } }
+    private let roleName: Locked<String>
+
+    /// Changes the stream's `media.role` on the server (`pa_stream_proplist_update`), so the
+    /// server's policies (`module-role-cork`) see it from now on. Does not wait for the reply.
+    public func setRole(_ role: String) {
+        roleName.withLock { $0 = role }
+        stream.withMainloopLock { stream.updateRole(role) }
+    }
 
     /// Fills the server's buffer from `renderer` and uncorks the stream.
     /// The corresponding Apple call is `AudioQueueStart`; the PulseAudio call is `pa_stream_cork(stream, 0, …)`.

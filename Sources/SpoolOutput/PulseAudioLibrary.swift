@@ -65,6 +65,8 @@ struct PulseAudioLibrary: @unchecked Sendable {
     typealias StreamCork = @convention(c) (OpaquePointer?, Int32, pa_stream_success_cb_t?, UnsafeMutableRawPointer?)
         -> OpaquePointer?
     typealias StreamOperation = @convention(c) (OpaquePointer?, pa_stream_success_cb_t?, UnsafeMutableRawPointer?) -> OpaquePointer?
+    typealias StreamProplistUpdate = @convention(c) (OpaquePointer?, pa_update_mode_t, OpaquePointer?, pa_stream_success_cb_t?,
+                                                     UnsafeMutableRawPointer?) -> OpaquePointer?
     typealias StreamGetIndex = @convention(c) (OpaquePointer?) -> UInt32
     typealias StreamGetTimingInfo = @convention(c) (OpaquePointer?) -> UnsafePointer<pa_timing_info>?
     typealias OperationUnref = @convention(c) (OpaquePointer?) -> Void
@@ -130,6 +132,8 @@ struct PulseAudioLibrary: @unchecked Sendable {
     let streamCork: StreamCork
     let streamFlush: StreamOperation
     let streamGetIndex: StreamGetIndex
+    /// `pa_stream_proplist_update`.
+    let streamProplistUpdate: StreamProplistUpdate
     let streamUpdateTimingInfo: StreamOperation
     let streamGetTimingInfo: StreamGetTimingInfo
     /// `pa_operation_unref`, `pa_operation_cancel`, `pa_operation_get_state`.
@@ -209,6 +213,7 @@ struct PulseAudioLibrary: @unchecked Sendable {
                 streamCork: try function("pa_stream_cork"),
                 streamFlush: try function("pa_stream_flush"),
                 streamGetIndex: try function("pa_stream_get_index"),
+                streamProplistUpdate: try function("pa_stream_proplist_update"),
                 streamUpdateTimingInfo: try function("pa_stream_update_timing_info"),
                 streamGetTimingInfo: try function("pa_stream_get_timing_info"),
                 operationUnref: try function("pa_operation_unref"),

@@ -20,30 +20,6 @@ struct SoundServerEventTests {
 
     static func ms(_ seconds: Double) -> String { String(format: "%.1f", seconds * 1000) }
 
-    /// Plays a 3 s tone with `media.role=phone` on `server` (`paplay`), in the background:
-    /// the call ends when the test kills the process (`hangUp`); paplay's own end waits for
-    /// an idle null sink to drain its 2 s.
-    static func playPhoneCall(on server: PrivateSoundServer) throws -> Process {
-        let file = server.directory.appendingPathComponent("call.wav")
-        let writer = try WAVFileWriter(path: file.path, format: mono48)
-        try writer.write(try sine(440, frames: 3 * 48_000, format: mono48))
-        try writer.finish()
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["paplay", "--server=\(server.address)", "--property=media.role=phone", file.path]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        return process
-    }
-
-    /// Ends the call at once. SIGKILL: the SIGTERM of `Process.terminate()` reached paplay
-    /// blocked (a test process's threads block it, and a child inherits that).
-    static func hangUp(_ call: Process) {
-        _ = kill(call.processIdentifier, SIGKILL)
-        call.waitUntilExit()
-    }
-
     /// Whether `pactl` shows sink input `index` on `server` muted.
     static func isMuted(sinkInput index: Int, on server: PrivateSoundServer) throws -> Bool? {
         try SinkInput.find(index: index, server: server.address)?.muted
@@ -73,8 +49,8 @@ struct SoundServerEventTests {
         let renderer = StallingRenderer(stallAtCall: -1, stallSeconds: 0)
         let (device, log) = try Self.playingDevice(on: server, renderer: renderer)
         let callStartedAt = HostTime.now()
-        let call = try Self.playPhoneCall(on: server)
-        defer { if call.isRunning { Self.hangUp(call) } }
+        let call = try server.playPhoneCall()
+        defer { if call.isRunning { PrivateSoundServer.hangUp(call) } }
         let cork = try #require(log.wait(seconds: 1, for: Self.isCorkRequest(true)),
                                 "no .corkRequested(true) within 1 s of the call")
         let corkSeconds = HostTime.seconds(from: callStartedAt, to: HostTime.now())
@@ -83,7 +59,7 @@ struct SoundServerEventTests {
         #expect(try Self.isMuted(sinkInput: device.sinkInputIndex, on: server) == true)
         #expect(cork.thread != renderer.renderThreadID)
         device.stop()
-        Self.hangUp(call)
+        PrivateSoundServer.hangUp(call)
         let callEndedAt = HostTime.now()
         let uncork = log.wait(seconds: 1, for: Self.isCorkRequest(false))
         let uncorkSeconds = HostTime.seconds(from: callEndedAt, to: HostTime.now())
@@ -100,10 +76,10 @@ struct SoundServerEventTests {
         let server = try PrivateSoundServer()
         let (device, log) = try Self.playingDevice(on: server)
         defer { device.stop() }
-        let call = try Self.playPhoneCall(on: server)
+        let call = try server.playPhoneCall()
         #expect(log.wait(seconds: 1, for: Self.isCorkRequest(true)) != nil, "no .corkRequested(true) within 1 s of the call")
         #expect(try Self.isMuted(sinkInput: device.sinkInputIndex, on: server) == true)
-        Self.hangUp(call)
+        PrivateSoundServer.hangUp(call)
         Thread.sleep(forTimeInterval: 0.3)
         print("played through the call: events \(log.events.map { "\($0.event)" })")
         #expect(log.events.filter { Self.isCorkRequest(false)($0.event) }.isEmpty)

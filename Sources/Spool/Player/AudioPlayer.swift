@@ -110,6 +110,8 @@ public final class AudioPlayer: Sendable {
         /// Numbers each run from a start to its end, so a late report of an old one is ignored.
         var run = 0
         var volume: Float = 1
+        /// What the session scales the volume by (ducking).
+        var sessionGain: Float = 1
         var pan: Float = 0
         var rate: Float = 1
         var enableRate = false
@@ -215,6 +217,27 @@ public final class AudioPlayer: Sendable {
         EventDelivery.mark(self.eventQueue)
         stream = PlayerStream(source, numberOfLoops: 0, makeStage: Self.makeTimeStretch)
         control = Locked(Control())
+        AudioSession.shared.register(self)
+    }
+
+    /// The session the player belongs to (`AudioSession.shared` until set), which pauses it on
+    /// interruptions and lost outputs and is activated by its `play()`; `nil` for none.
+    public var session: AudioSession? {
+        get { sessionLink.withLock { $0.session } }
+        set {
+            let old = sessionLink.withLock { link in
+                defer { link.session = newValue }
+                return link.session
+            }
+            guard old !== newValue else { return }
+            old?.unregister(self)
+            newValue?.register(self)
+        }
+    }
+    let sessionLink = Locked(SessionLink(session: AudioSession.shared))
+
+    struct SessionLink: Sendable {
+        weak var session: AudioSession?
     }
 
     deinit {
@@ -312,6 +335,7 @@ public final class AudioPlayer: Sendable {
     }
 
     private func start(atHostTime hostTime: UInt64?) throws {
+        if state != .playing { try session?.participantWillPlay(self) }
         try control.withLock { c in
             reconcile(&c)
             switch c.state {
@@ -390,6 +414,14 @@ public final class AudioPlayer: Sendable {
     /// The gain, 0…1. The corresponding Apple property is `volume`.
     public var volume: Float { control.withLock { $0.volume } }
 
+    /// Scales the volume by the session's gain (its ducking), gliding over 50 ms.
+    func applySessionGain(_ gain: Float) {
+        control.withLock { c in
+            c.sessionGain = gain
+            try? c.voice?.setVolume(c.volume * gain, rampSeconds: 0.05)
+        }
+    }
+
     /// Sets the gain, ramping to it over `fadeDuration` seconds while playing (at least the
     /// back-end's 5 ms declick ramp, so a change never clicks).
     ///
@@ -407,7 +439,7 @@ public final class AudioPlayer: Sendable {
             throw AudioError(.invalidParameter, "fadeDuration must be 0 or more seconds, not \(fadeDuration)")
         }
         try control.withLock { c in
-            try c.voice?.setVolume(volume, rampSeconds: fadeDuration)
+            try c.voice?.setVolume(volume * c.sessionGain, rampSeconds: fadeDuration)
             c.volume = volume
         }
     }
@@ -613,7 +645,7 @@ public final class AudioPlayer: Sendable {
             }
             for (framesPlayed, body) in waiting { watch(voice, framesPlayed: framesPlayed, body) }
             do {
-                try voice.setVolume(c.volume)
+                try voice.setVolume(c.volume * c.sessionGain)
                 try voice.setPan(c.pan)
                 try voice.setPlaybackRate(varispeedRate(c))
                 try stream.seek(toFrame: c.startFrame)

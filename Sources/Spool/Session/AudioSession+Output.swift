@@ -1,0 +1,161 @@
+import Foundation
+import SpoolCore
+
+extension AudioSession {
+    // MARK: The output
+
+    /// The output the session's players play on unless they name one: the one given at
+    /// creation, or opened on first use on the system's default output (the sound server,
+    /// then ALSA, then the null device with a one-line notice) at the preferred sample rate
+    /// and I/O buffer duration, its stream carrying the category's role. An output that was
+    /// lost is opened again.
+    /// - Returns: The back-end.
+    /// - Throws: The device's error when not even the null device opens.
+    public func backend() throws -> any PlaybackBackend {
+        let (existing, configuration, role) = state.withLock { s -> ((any PlaybackBackend)?, OutputConfiguration, String) in
+            if let backend = s.backend, !s.lost.contains(ObjectIdentifier(backend)) { return (backend, .init(), "") }
+            return (nil, Self.configuration(s), s.category.role)
+        }
+        if let existing { return existing }
+        let backend = try Self.openOutput(configuration: configuration, role: role)
+        state.withLock { $0.backend = backend }
+        watch(backend)
+        return backend
+    }
+
+    /// What the output is opened with: the preferred rate (48 kHz when none) and, when an I/O
+    /// buffer duration is preferred, periods of that duration (at least 16 frames), two of
+    /// them; 1024 × 3 frames otherwise.
+    static func configuration(_ s: State) -> OutputConfiguration {
+        let rate = s.preferredSampleRate ?? 48_000
+        guard let duration = s.preferredIOBufferDuration else { return OutputConfiguration(sampleRate: rate) }
+        let frames = min(65_536, max(16, Int((duration * rate).rounded())))
+        return OutputConfiguration(sampleRate: rate, periodFrames: frames, periodCount: 2)
+    }
+
+    /// The route: the output's name, and the sink it plays to when known.
+    public var currentRoute: Route { state.withLock { Self.route($0) } }
+
+    static func route(_ s: State) -> Route {
+        guard let backend = s.backend else { return Route(output: "none", sink: nil) }
+        return Route(output: backend.outputName, sink: s.sink ?? Self.namedSink(backend.outputName))
+    }
+
+    /// The sink an output opened by name plays to: `pulse:NAME` → `NAME`.
+    static func namedSink(_ output: String) -> String? {
+        output.hasPrefix("pulse:") ? String(output.dropFirst("pulse:".count)) : nil
+    }
+
+    /// Asks for a sample rate: the output opened next runs at it. The corresponding Apple
+    /// call is `setPreferredSampleRate(_:)`.
+    /// - Throws: `.invalidParameter` outside 8 000…192 000 Hz (NaN and ±∞ included).
+    public func setPreferredSampleRate(_ rate: Double) throws {
+        guard rate.isFinite, (8_000...192_000).contains(rate) else {
+            throw AudioError(.invalidParameter, "preferred sample rate must be within 8000...192000 Hz, not \(rate)")
+        }
+        state.withLock { $0.preferredSampleRate = rate }
+    }
+
+    /// Asks for an I/O buffer duration (the device's period): the output opened next uses it.
+    /// The corresponding Apple call is `setPreferredIOBufferDuration(_:)`.
+    /// - Throws: `.invalidParameter` outside 0.000 3…1 s (NaN and ±∞ included).
+    public func setPreferredIOBufferDuration(_ seconds: Double) throws {
+        guard seconds.isFinite, (0.000_3...1).contains(seconds) else {
+            throw AudioError(.invalidParameter, "preferred I/O buffer duration must be within 0.0003...1 s, not \(seconds)")
+        }
+        state.withLock { $0.preferredIOBufferDuration = seconds }
+    }
+
+    /// The rate asked for, if any. The corresponding Apple property is `preferredSampleRate`.
+    public var preferredSampleRate: Double? { state.withLock { $0.preferredSampleRate } }
+
+    /// The I/O buffer duration asked for, if any. The corresponding Apple property is
+    /// `preferredIOBufferDuration`.
+    public var preferredIOBufferDuration: Double? { state.withLock { $0.preferredIOBufferDuration } }
+
+    /// The rate the output really runs at (before it is opened, what it would be asked for).
+    /// The corresponding Apple property is `sampleRate`.
+    public var sampleRate: Double {
+        state.withLock { s in s.backend?.outputFormat.sampleRate ?? Self.configuration(s).sampleRate ?? 48_000 }
+    }
+
+    /// The output's period as the device granted it, in seconds (0 before it is opened). The
+    /// corresponding Apple property is `ioBufferDuration`.
+    public var ioBufferDuration: Double {
+        state.withLock { s in
+            guard let backend = s.backend else { return 0 }
+            return Double(backend.outputPeriodFrames) / backend.outputFormat.sampleRate
+        }
+    }
+
+    /// Seconds the output holds ahead of the speaker (0 before it is opened). The
+    /// corresponding Apple property is `outputLatency`.
+    public var outputLatency: Double { state.withLock { $0.backend?.outputLatency ?? 0 } }
+
+    // MARK: What the outputs report
+
+    /// Hears `backend`'s reports from now on (once per back-end).
+    func watch(_ backend: any PlaybackBackend) {
+        let id = ObjectIdentifier(backend)
+        let role = state.withLock { s -> String? in
+            s.watched = s.watched.filter { $0.value.backend.backend != nil }
+            return s.watched[id] == nil ? s.category.role : nil
+        }
+        guard let role else { return }
+        let token = backend.addOutputEventHandler { [weak self] event in
+            guard let session = self else { return }
+            session.eventQueue.async { session.handle(event, from: id) }
+        }
+        state.withLock { $0.watched[id] = (WeakBackend(backend: backend), token) }
+        backend.setOutputRole(role)
+    }
+
+    /// On the session's queue: what an output reported.
+    func handle(_ event: OutputDeviceEvent, from id: ObjectIdentifier) {
+        switch event {
+        case .xrun: break
+        case .corkRequested(true): interrupt(by: .soundServer)
+        case .corkRequested(false): endInterruption(from: .soundServer, shouldResume: true)
+        case .deviceLost: outputGone(id, device: nil)
+        case .routeChanged(let change):
+            switch change.reason {
+            case .newDeviceAvailable:
+                send(.routeChange(AudioSessionRouteChange(reason: .newDeviceAvailable, device: change.device,
+                                                          previousRoute: currentRoute)))
+            case .oldDeviceUnavailable:
+                // Only the output in use going away concerns the session.
+                let ours = state.withLock { s in
+                    s.watched[id]?.backend.backend.map { Self.namedSink($0.outputName) ?? s.sink } ?? nil
+                }
+                if ours == change.device { outputGone(id, device: change.device) }
+            case .defaultDeviceChanged:
+                let previous = currentRoute
+                state.withLock { s in if let backend = s.backend, Self.namedSink(backend.outputName) == nil { s.sink = change.device } }
+                send(.routeChange(AudioSessionRouteChange(reason: .override, device: change.device, previousRoute: previous)))
+            case .serverLost:
+                outputGone(id, device: nil)
+                send(.mediaServicesWereLost)
+            case .serverReturned:
+                state.withLock { _ = $0.lost.remove(id) }
+                send(.routeChange(AudioSessionRouteChange(reason: .newDeviceAvailable, device: change.defaultDevice,
+                                                          previousRoute: currentRoute)))
+                send(.mediaServicesWereReset)
+            }
+        }
+    }
+
+    /// The output `id` went away: its players pause, once, and a route change says so.
+    private func outputGone(_ id: ObjectIdentifier, device: String?) {
+        let (first, route, players) = state.withLock { s -> (Bool, Route, [any AudioSessionParticipant]) in
+            let first = s.lost.insert(id).inserted
+            let players = s.participants.compactMap(\.participant).filter { participant in
+                participant.participantBackend.map { ObjectIdentifier($0) == id } ?? false
+            }
+            return (first, Self.route(s), players)
+        }
+        guard first else { return }
+        for player in players where player.isPlayingInSession { player.pauseForSession() }
+        send(.routeChange(AudioSessionRouteChange(reason: .oldDeviceUnavailable, device: device ?? route.sink,
+                                                  previousRoute: route)))
+    }
+}
