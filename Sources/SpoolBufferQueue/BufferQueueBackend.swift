@@ -41,6 +41,10 @@ public final class BufferQueueBackend: PlaybackBackend {
     /// (`PulseAudioDevice.setRole(_:)`); other devices have none.
     public func setOutputRole(_ role: String) { (engine.device as? PulseAudioDevice)?.setRole(role) }
 
+    /// Corks the native sound-server output's stream (`PulseAudioDevice.setCorked(_:)`);
+    /// other devices have none.
+    public func setOutputCorked(_ corked: Bool) { (engine.device as? PulseAudioDevice)?.setCorked(corked) }
+
     /// Opens `target` and makes a back-end over it, as `OutputDeviceFactory.open` does:
     /// `.default` falls back to the null device where no audio device opens, and says so.
     /// - Parameters:

@@ -47,4 +47,7 @@ extension PlaybackBackend {
 
     /// Outputs that carry no stream role ignore it.
     public func setOutputRole(_ role: String) {}
+
+    /// Outputs without a server stream have nothing to cork.
+    public func setOutputCorked(_ corked: Bool) {}
 }

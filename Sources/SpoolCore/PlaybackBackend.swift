@@ -79,6 +79,12 @@ public protocol PlaybackBackend: AnyObject, Sendable {
     /// `event`, `phone`…), so its policies (a call corking music) see it; ignored by outputs
     /// without a stream role.
     func setOutputRole(_ role: String)
+
+    /// Pauses the output's stream on the sound server (`true`) or plays it again: what a
+    /// session does when the server asks it to cork (`OutputDeviceEvent.corkRequested`), so
+    /// that the server sees the stream paused and asks for it again once the call ends.
+    /// Ignored by outputs without a server stream.
+    func setOutputCorked(_ corked: Bool)
 }
 
 extension PlaybackBackend {

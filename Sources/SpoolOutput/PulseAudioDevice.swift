@@ -134,6 +134,17 @@ public final class PulseAudioDevice: OutputDevice {
         stream.withMainloopLock { stream.updateRole(role) }
     }
 
+    /// Corks the playing stream (`pa_stream_cork`) without stopping it, or uncorks it: what
+    /// a session does when the server asks (`OutputDeviceEvent.corkRequested`), so that the
+    /// server knows the stream paused and asks it to uncork when the call ends. While corked,
+    /// the server asks for nothing and the renderer is not called. Does nothing while stopped.
+    public func setCorked(_ corked: Bool) {
+        stream.withMainloopLock {
+            guard stream.running.load(ordering: .acquiring) else { return }
+            stream.cork(corked)
+        }
+    }
+
     /// Fills the server's buffer from `renderer` and uncorks the stream.
     /// The corresponding Apple call is `AudioQueueStart`; the PulseAudio call is `pa_stream_cork(stream, 0, …)`.
     /// - Parameter renderer: Asked for `periodFrames` frames at a time, on the main loop's thread.

@@ -94,28 +94,47 @@ extension AudioSession {
 
     // MARK: What the outputs report
 
-    /// Hears `backend`'s reports from now on (once per back-end).
+    /// Hears `backend`'s reports from now on (once per back-end); the output the session
+    /// opened or was given also takes the category's role.
     func watch(_ backend: any PlaybackBackend) {
         let id = ObjectIdentifier(backend)
-        let role = state.withLock { s -> String? in
+        let (new, role) = state.withLock { s -> (Bool, String?) in
             s.watched = s.watched.filter { $0.value.backend.backend != nil }
-            return s.watched[id] == nil ? s.category.role : nil
+            return (s.watched[id] == nil, s.backend === backend ? s.category.role : nil)
         }
-        guard let role else { return }
+        guard new else { return }
         let token = backend.addOutputEventHandler { [weak self] event in
             guard let session = self else { return }
             session.eventQueue.async { session.handle(event, from: id) }
         }
         state.withLock { $0.watched[id] = (WeakBackend(backend: backend), token) }
-        backend.setOutputRole(role)
+        if let role { backend.setOutputRole(role) }
+    }
+
+    /// Stops hearing `backend` once no participant plays on it, unless it is the session's own.
+    func unwatch(_ backend: any PlaybackBackend) {
+        let id = ObjectIdentifier(backend)
+        let token = state.withLock { s -> VoiceHandlerToken? in
+            let used = s.backend === backend || s.participants.contains { participant in
+                participant.participant?.participantBackend.map { ObjectIdentifier($0) == id } ?? false
+            }
+            guard !used else { return nil }
+            return s.watched.removeValue(forKey: id)?.token
+        }
+        if let token { backend.removeOutputEventHandler(token) }
     }
 
     /// On the session's queue: what an output reported.
     func handle(_ event: OutputDeviceEvent, from id: ObjectIdentifier) {
         switch event {
         case .xrun: break
-        case .corkRequested(true): interrupt(by: .soundServer)
-        case .corkRequested(false): endInterruption(from: .soundServer, shouldResume: true)
+        case .corkRequested(true):
+            // Paused on the server too, so that it asks for the stream again when the call ends.
+            interrupt(by: .soundServer)
+            watchedBackend(id)?.setOutputCorked(true)
+        case .corkRequested(false):
+            watchedBackend(id)?.setOutputCorked(false)
+            endInterruption(from: .soundServer, shouldResume: true)
         case .deviceLost: outputGone(id, device: nil)
         case .routeChanged(let change):
             switch change.reason {
@@ -142,6 +161,10 @@ extension AudioSession {
                 send(.mediaServicesWereReset)
             }
         }
+    }
+
+    func watchedBackend(_ id: ObjectIdentifier) -> (any PlaybackBackend)? {
+        state.withLock { $0.watched[id]?.backend.backend }
     }
 
     /// The output `id` went away: its players pause, once, and a route change says so.

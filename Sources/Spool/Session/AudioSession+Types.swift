@@ -73,6 +73,12 @@ extension AudioSession {
         /// output that follows the server's default, that default.
         public var sink: String?
 
+        /// Makes a route.
+        public init(output: String, sink: String?) {
+            self.output = output
+            self.sink = sink
+        }
+
         public var description: String { sink.map { "\(output) (\($0))" } ?? output }
     }
 }
@@ -160,6 +166,13 @@ public struct AudioSessionRouteChange: Sendable, Equatable, CustomStringConverti
     public var device: String?
     /// The route before the change.
     public var previousRoute: AudioSession.Route
+
+    /// Makes a route change.
+    public init(reason: Reason, device: String?, previousRoute: AudioSession.Route) {
+        self.reason = reason
+        self.device = device
+        self.previousRoute = previousRoute
+    }
 
     public var description: String {
         "\(reason)\(device.map { " (\($0))" } ?? ""), from \(previousRoute)"

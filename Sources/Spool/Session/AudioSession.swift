@@ -125,8 +125,9 @@ public final class AudioSession: Sendable {
         s.category == .ambient || !s.options.isDisjoint(with: [.mixWithOthers, .duckOthers])
     }
 
-    /// Sets the category and its options; the session's streams take the category's role on
-    /// the sound server at once (`Category.role`), and a change is reported as a route change
+    /// Sets the category and its options; the output the session opened or was given takes
+    /// the category's role on the sound server at once (`Category.role`; an output a program
+    /// opened itself keeps the role it was opened with), and a change is reported as a route change
     /// (`categoryChange`). The corresponding Apple call is `setCategory(_:options:)`.
     /// - Throws: `AudioError.Code.unsupported` for a category that records or processes
     ///   offline (Spool plays only); `.invalidParameter` for `duckOthers` on `ambient`
@@ -139,14 +140,14 @@ public final class AudioSession: Sendable {
         if category == .ambient, options.contains(.duckOthers) {
             throw AudioError(.invalidParameter, "duckOthers needs soloAmbient or playback: ambient audio never takes over")
         }
-        let (changed, route, backends) = state.withLock { s -> (Bool, Route, [any PlaybackBackend]) in
+        let (changed, route, backend) = state.withLock { s -> (Bool, Route, (any PlaybackBackend)?) in
             let changed = s.category != category || s.options != options
             s.category = category
             s.options = options
-            return (changed, Self.route(s), s.watched.values.compactMap { $0.backend.backend })
+            return (changed, Self.route(s), s.backend)
         }
         guard changed else { return }
-        for backend in backends { backend.setOutputRole(category.role) }
+        backend?.setOutputRole(category.role)
         send(.routeChange(AudioSessionRouteChange(reason: .categoryChange, device: nil, previousRoute: route)))
     }
 
@@ -198,11 +199,17 @@ public final class AudioSession: Sendable {
         }
         guard category.isSupported else { throw AudioError(.unsupported, "the audio session category \(category) is not offered") }
         guard !wasActive else { return }
-        state.withLock { s in
-            s.active = true
-            s.interruption = nil
-            s.pausedByInterruption = []
+        let corked = state.withLock { s -> [any PlaybackBackend] in
+            defer {
+                s.active = true
+                s.interruption = nil
+                s.pausedByInterruption = []
+            }
+            return s.interruption == .soundServer ? s.watched.values.compactMap { $0.backend.backend } : []
         }
+        // Played during a call: the stream plays again on the server (which keeps it muted
+        // until the call ends).
+        for backend in corked { backend.setOutputCorked(false) }
         for other in group.sessions where other !== self {
             if ducks { other.setDucked(true) }
             if !mixes, other.isActive, !other.isMixable {
@@ -296,6 +303,7 @@ public final class AudioSession: Sendable {
     func unregister(_ participant: any AudioSessionParticipant) {
         state.withLock { s in s.participants.removeAll { $0.participant == nil || $0.participant === participant } }
         participant.setSessionGain(1)
+        if let backend = participant.participantBackend { unwatch(backend) }
     }
 
     /// A participant is about to play: the session activates (interrupting others, as

@@ -1,0 +1,160 @@
+import Foundation
+import SoundServerTestSupport
+import Spool
+@testable import SpoolOutput
+import SpoolTestSupport
+import Testing
+
+/// The audio session on a real sound server of the test's own (`PrivateSoundServer`: a null
+/// sink and `module-role-cork`): a call in another program interrupts it, sinks come and go,
+/// the server dies, and the buffer asked for is the one granted.
+@Suite("AudioSession on a real sound server", .serialized,
+       .disabled(if: SoundServer.underSanitizer, "real-time timing means nothing under a sanitizer's slow-down; the plain run checks it"))
+struct AudioSessionSoundServerTests {
+    static let enabled = SoundServer.isRunning || SoundServer.isCI
+    static let configuration = OutputConfiguration(sampleRate: 48_000, channelCount: 2, periodFrames: 256, periodCount: 3)
+
+    /// A session of its own group on a native device of `server` (on `sink`, or following the
+    /// default), with a player of a 4 s tone in it, its events logged.
+    struct Scene {
+        let device: PulseAudioDevice
+        let session: AudioSession
+        let player: AudioPlayer
+        let log = AudioSessionTests.EventLog()
+
+        init(on server: PrivateSoundServer, sink: String? = nil, category: AudioSession.Category = .playback) throws {
+            device = try PulseAudioDevice(sink: sink, server: server.address, configuration: AudioSessionSoundServerTests.configuration)
+            let backend = try BufferQueueBackend(device: device)
+            session = AudioSession(backend: backend, group: AudioSessionGroup())
+            try session.setCategory(category)
+            player = try AudioPlayer(buffer: try sine(1_000, frames: 4 * 48_000, format: stereo48, amplitude: 0.3), backend: backend)
+            player.session = session
+            let log = self.log
+            session.setEventHandler { log.record($0) }
+        }
+
+        /// Waits up to 3 s for an event `matching`.
+        func wait(for matching: (AudioSessionEvent) -> Bool) -> AudioSessionEvent? {
+            let deadline = Date().addingTimeInterval(3)
+            while Date() < deadline {
+                if let event = log.events.first(where: matching) { return event }
+                usleep(5_000)
+            }
+            return nil
+        }
+    }
+
+    static func isRouteChange(_ reason: AudioSessionRouteChange.Reason) -> (AudioSessionEvent) -> Bool {
+        { if case .routeChange(let change) = $0 { change.reason == reason } else { false } }
+    }
+
+    @Test("A phone call in another program interrupts a playback session; it resumes on request at the same frame",
+          .enabled(if: enabled, "no PulseAudio server answers `pactl info`; start one with scripts/pulseaudio.sh"))
+    func aCallInterruptsThePlayer() throws {
+        guard SoundServer.expectRunning() else { return }
+        let server = try PrivateSoundServer()
+        let scene = try Scene(on: server)
+        #expect(scene.device.role == "music", "playback plays as music, which module-role-cork corks for a call")
+        try scene.player.play()
+        // A new server's null sink asks a new stream for nothing for a second or two.
+        let playing = Date().addingTimeInterval(6)
+        while scene.player.currentTime < 0.6, Date() < playing { usleep(10_000) }
+        let call = try server.playPhoneCall()
+        defer { if call.isRunning { PrivateSoundServer.hangUp(call) } }
+        #expect(scene.wait { $0 == .interruption(.began(.soundServer)) } != nil, "no interruption: \(scene.log.events)")
+        #expect(scene.player.state == .paused, "the call paused the player")
+        let held = scene.player.currentTime
+        Thread.sleep(forTimeInterval: 0.3)
+        #expect(scene.player.currentTime == held, "the paused player moved on")
+        PrivateSoundServer.hangUp(call)
+        #expect(scene.wait { $0 == .interruption(.ended(shouldResume: true)) } != nil, "no end: \(scene.log.events)")
+        #expect(scene.player.state == .paused, "the program decides when to resume")
+        try scene.player.play()
+        #expect(abs(scene.player.currentTime - held) < 0.03, "resumed at \(scene.player.currentTime), held \(held)")
+        Thread.sleep(forTimeInterval: 0.6)
+        #expect(scene.player.currentTime > held + 0.2, "playing again: \(scene.player.currentTime) s, held \(held) s")
+        #expect(held > 0.5, "the call came \(held) s into the tone")
+    }
+
+    @Test("An ambient session plays on through a call: its role is not one the server corks",
+          .enabled(if: enabled, "no PulseAudio server answers `pactl info`; start one with scripts/pulseaudio.sh"))
+    func ambientPlaysThroughACall() throws {
+        guard SoundServer.expectRunning() else { return }
+        let server = try PrivateSoundServer()
+        let scene = try Scene(on: server, category: .ambient)
+        #expect(scene.device.role == "event")
+        try scene.player.play()
+        Thread.sleep(forTimeInterval: 0.3)
+        let call = try server.playPhoneCall()
+        Thread.sleep(forTimeInterval: 0.5)
+        PrivateSoundServer.hangUp(call)
+        #expect(scene.player.isPlaying)
+        #expect(!scene.log.events.contains { if case .interruption = $0 { true } else { false } }, "\(scene.log.events)")
+    }
+
+    @Test("The sink in use unloaded: oldDeviceUnavailable, the player paused; a sink added and made the default: reported",
+          .enabled(if: enabled, "no PulseAudio server answers `pactl info`; start one with scripts/pulseaudio.sh"))
+    func sinksComeAndGo() throws {
+        guard SoundServer.expectRunning() else { return }
+        let server = try PrivateSoundServer()
+        let loaded = try server.pactl("load-module", "module-null-sink", "sink_name=headphones")
+        try #require(loaded.status == 0)
+        let module = loaded.output.trimmingCharacters(in: .whitespacesAndNewlines)
+        let scene = try Scene(on: server, sink: "headphones")
+        let follower = try Scene(on: server)
+        #expect(scene.session.currentRoute.sink == "headphones")
+        try scene.player.play()
+        try follower.player.play()
+        Thread.sleep(forTimeInterval: 0.3)
+
+        _ = try server.pactl("unload-module", module)
+        let lost = scene.wait(for: Self.isRouteChange(.oldDeviceUnavailable))
+        #expect(lost == .routeChange(AudioSessionRouteChange(reason: .oldDeviceUnavailable, device: "headphones",
+                                                              previousRoute: .init(output: "pulse:headphones", sink: "headphones"))))
+        #expect(scene.player.state == .paused, "a pulled output pauses its player")
+        #expect(scene.log.events.filter(Self.isRouteChange(.oldDeviceUnavailable)).count == 1, "one change for the sink and its stream")
+        #expect(follower.player.isPlaying, "a session on another sink plays on")
+
+        _ = try server.pactl("load-module", "module-null-sink", "sink_name=speakers")
+        let added = follower.wait(for: Self.isRouteChange(.newDeviceAvailable))
+        if case .routeChange(let change) = added { #expect(change.device == "speakers") } else { Issue.record("no new device") }
+        _ = try server.pactl("set-default-sink", "speakers")
+        #expect(follower.wait(for: Self.isRouteChange(.override)) != nil, "no override: \(follower.log.events)")
+        #expect(follower.session.currentRoute.sink == "speakers")
+        #expect(follower.player.isPlaying, "the default switched: the player follows it and plays on")
+    }
+
+    @Test("The server killed mid-play: a route change and a paused player, no hang",
+          .enabled(if: enabled, "no PulseAudio server answers `pactl info`; start one with scripts/pulseaudio.sh"))
+    func theServerDies() throws {
+        guard SoundServer.expectRunning() else { return }
+        let server = try PrivateSoundServer()
+        let scene = try Scene(on: server)
+        try scene.player.play()
+        Thread.sleep(forTimeInterval: 0.3)
+        server.kill()
+        #expect(scene.wait(for: Self.isRouteChange(.oldDeviceUnavailable)) != nil, "no route change: \(scene.log.events)")
+        let start = Date()
+        #expect(!scene.player.isPlaying)
+        try? scene.player.stop()
+        #expect(Date().timeIntervalSince(start) < 0.5, "stopping a player on a dead server took \(Date().timeIntervalSince(start)) s")
+    }
+
+    @Test("The preferred rate and I/O buffer duration open the output; what it runs with is reported",
+          .enabled(if: enabled, "no PulseAudio server answers `pactl info`; start one with scripts/pulseaudio.sh"))
+    func preferredBufferIsWhatTheDeviceGranted() throws {
+        guard SoundServer.expectRunning() else { return }
+        let session = AudioSession(group: AudioSessionGroup())
+        try session.setPreferredSampleRate(44_100)
+        try session.setPreferredIOBufferDuration(0.005)
+        let backend = try session.backend()
+        let granted = backend.outputPeriodFrames
+        print("session on \(session.currentRoute): asked 5.0 ms at 44100 Hz, runs \(session.ioBufferDuration * 1000) ms "
+              + "(\(granted) frames) at \(session.sampleRate) Hz, output latency \(session.outputLatency * 1000) ms")
+        #expect(session.sampleRate == 44_100)
+        #expect(session.ioBufferDuration == Double(granted) / 44_100, "reported, not echoed")
+        #expect(session.ioBufferDuration > 0.002 && session.ioBufferDuration < 0.012)
+        #expect(session.outputLatency >= session.ioBufferDuration)
+        #expect(session.preferredIOBufferDuration == 0.005)
+    }
+}
