@@ -64,7 +64,36 @@ public final class SoundEffects: Sendable {
         self.voiceLimit = voiceLimit
         cache = try BufferCache(budgetBytes: cacheBudgetBytes)
         self.eventQueue = eventQueue ?? DispatchQueue(label: "spool.effects.events")
+        AudioSession.shared.register(self)
     }
+
+    /// The session the sounds belong to (`AudioSession.shared` until set). Short sounds mix
+    /// and take the audio from no one; what stops them is what stops the session's audio from
+    /// outside the process (a call corking the stream) and their output going away. Another
+    /// session of the process does not interrupt them, as it does not interrupt iOS's system
+    /// sounds.
+    public var session: AudioSession? {
+        get { sessionLink.withLock { $0.session } }
+        set {
+            let old = sessionLink.withLock { link in
+                defer { link.session = newValue }
+                return link.session
+            }
+            guard old !== newValue else { return }
+            old?.unregister(self)
+            newValue?.register(self)
+        }
+    }
+    private let sessionLink = Locked(AudioPlayer.SessionLink(session: AudioSession.shared))
+
+    /// Stops every sound playing (each with the back-end's fade); their completions run.
+    public func stopAll() {
+        let voices = state.withLock { $0.playing.values.map(\.voice) }
+        for voice in voices { try? stop(voice) }
+    }
+
+    /// Whether any sound plays.
+    var isPlayingAny: Bool { state.withLock { !$0.playing.isEmpty } }
 
     private static let sharedOutput = Locked<SoundEffects?>(nil)
 

@@ -177,7 +177,7 @@ extension AudioSession {
             return (first, Self.route(s), players)
         }
         guard first else { return }
-        for player in players where player.isPlayingInSession { player.pauseForSession() }
+        for player in players where player.isPlayingInSession { player.pauseForSession(.outputLost) }
         send(.routeChange(AudioSessionRouteChange(reason: .oldDeviceUnavailable, device: device ?? route.sink,
                                                   previousRoute: route)))
     }

@@ -179,7 +179,7 @@ public final class AudioSession: Sendable {
     ///   `isBusy`: pause or stop it first).
     public func setActive(_ active: Bool, options: SetActiveOptions = []) throws {
         if active { return try activate() }
-        if let playing = participants.first(where: { $0.isPlayingInSession }) {
+        if let playing = participants.first(where: { $0.isPlayingInSession && $0.keepsSessionBusy }) {
             throw AudioError(.invalidState, "the audio session cannot be deactivated while \(playing.sessionName) plays: "
                              + "pause or stop it first")
         }
@@ -228,7 +228,7 @@ public final class AudioSession: Sendable {
             s.pausedByInterruption = playing.map { WeakParticipant(participant: $0) }
             return playing
         }
-        for participant in playing { participant.pauseForSession() }
+        for participant in playing { participant.pauseForSession(.interruption(source)) }
         send(.interruption(.began(source)))
     }
 
@@ -336,6 +336,12 @@ public final class AudioSessionGroup: Sendable {
     var sessions: [AudioSession] { members.withLock { $0.compactMap(\.session) } }
 }
 
+/// Why the session pauses a participant.
+enum AudioSessionPauseCause: Sendable, Equatable {
+    case interruption(AudioSessionInterruptionSource)
+    case outputLost
+}
+
 /// A player the session pauses and resumes: `AudioPlayer` (and through it `Playlist` and
 /// `MusicPlayerPool`), `SoundEffects`.
 protocol AudioSessionParticipant: AnyObject, Sendable {
@@ -345,8 +351,10 @@ protocol AudioSessionParticipant: AnyObject, Sendable {
     var isPlayingInSession: Bool { get }
     /// A name for messages.
     var sessionName: String { get }
+    /// Whether its playing stops the session from being deactivated (players: yes).
+    var keepsSessionBusy: Bool { get }
     /// Pauses for an interruption or a lost output.
-    func pauseForSession()
+    func pauseForSession(_ cause: AudioSessionPauseCause)
     /// Resumes after an interruption.
     func resumeForSession()
     /// Plays at `gain` × its own volume (ducking).
