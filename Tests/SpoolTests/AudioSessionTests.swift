@@ -1,5 +1,5 @@
 import Foundation
-import Spool
+@testable import Spool
 import SpoolTestSupport
 import Testing
 
@@ -139,6 +139,28 @@ struct AudioSessionTests {
         try voiceOver.session.setActive(false)
         _ = try music.render(9_600)
         #expect(abs(rms(try music.render(9_600)) / rms(loud) - 1) < 0.01, "back to full volume")
+    }
+
+    @Test(arguments: Backend.allCases)
+    func soundEffectsPlayOnThroughAnotherSessionAndStopWhenTheirOutputGoes(_ kind: Backend) throws {
+        let group = AudioSessionGroup()
+        let game = try Member(kind, .soloAmbient, group: group)
+        let effects = try SoundEffects(backend: game.backend)
+        effects.session = game.session
+        let sound = try SystemSound(buffer: try sine(880, frames: 48_000, format: stereo48), effects: effects)
+        try game.player.play()
+        let play = try sound.play()
+        _ = try game.render(4_800)
+        let music = try Member(kind, .playback, group: group)
+        try music.session.setActive(true)
+        #expect(game.log.wait(for: 1) == [.interruption(.began(.otherSession))])
+        #expect(!game.player.isPlaying, "the player paused")
+        _ = try game.render(4_800)
+        #expect(play.isPlaying, "a sound effect is not interrupted by another session of the process")
+        // The session's output lost: what would stop them from outside the process.
+        game.session.handle(.deviceLost(AudioError(.deviceLost, "test: gone")), from: ObjectIdentifier(game.backend))
+        _ = try game.render(4_800)
+        #expect(!play.isPlaying, "the sound stopped with its output")
     }
 
     @Test func categoriesThatRecordAreRefusedAndTheRestMapToRoles() throws {
