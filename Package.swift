@@ -108,7 +108,8 @@ let package = Package(
                     dependencies: ["SpoolBufferQueue", "SpoolCore", "SpoolOutput", "SpoolOpenAL", "SpoolDecoding",
                                    "SoundServerTestSupport", "SpoolTestSupport"]),
         .testTarget(name: "SpoolTests", dependencies: ["Spool", "SoundServerTestSupport", "SpoolTestSupport"]),
-        .testTarget(name: "SpoolToolTests", dependencies: ["spool", "Spool", "SpoolCore", "SpoolBenchmarks", "SpoolTestSupport"]),
+        .testTarget(name: "SpoolToolTests", dependencies: ["spool", "Spool", "SpoolCore", "SpoolBenchmarks", "SpoolTestSupport",
+                                                           "SoundServerTestSupport"]),
 
         // MARK: - Test support
 

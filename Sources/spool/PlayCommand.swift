@@ -155,6 +155,9 @@ final class PlaySession {
     /// Where the playlist delivers its events: a queue of the command's own (the main thread
     /// runs the command's loop, not a dispatch main queue).
     let eventQueue = DispatchQueue(label: "spool.play.events")
+    /// The audio session the player belongs to: `playback` on the command's output, so a
+    /// call in another program interrupts it; it resumes by itself when the call ends.
+    let audioSession: AudioSession
 
     /// Makes the playlist of the files from `first` on, with the settings applied.
     /// - Throws: The player's `AudioError` (a setting refused; no file opens).
@@ -176,6 +179,25 @@ final class PlaySession {
         try playlist.setNumberOfLoops(settings.numberOfLoops)
         if settings.startSeconds > 0 {
             for index in items.indices { try playlist.setStartTime(settings.startSeconds, forItemAt: index) }
+        }
+        audioSession = AudioSession(backend: output.backend)
+        try audioSession.setCategory(.playback)
+        audioSession.resumesAfterInterruption = true
+        player.session = audioSession
+        audioSession.setEventHandler { event in
+            if let line = Self.sessionLine(event) { printError("spool: \(line)") }
+        }
+    }
+
+    /// What `spool play` says of a session event: interruptions and a lost output, in a line.
+    static func sessionLine(_ event: AudioSessionEvent) -> String? {
+        switch event {
+        case .interruption(.began(let source)): "interrupted by \(source); resumes when it ends"
+        case .interruption(.ended(let shouldResume)): shouldResume ? "interruption ended: resuming" : "interruption ended"
+        case .routeChange(let change) where change.reason == .oldDeviceUnavailable:
+            "the output went away (\(change.previousRoute)): paused"
+        case .routeChange, .mediaServicesWereReset: nil
+        case .mediaServicesWereLost: "the sound server went away"
         }
     }
 

@@ -14,6 +14,8 @@ struct PlayerSnapshot {
     var levels: [(average: Float, peak: Float)]
     /// A short note for the listener (a key that could not be carried out), or nil.
     var note: String?
+    /// Whether a call (or another session) interrupted the player.
+    var interrupted = false
 
     /// Reads the session's player and playlist, measuring the meters first when `metering`
     /// is on; the times are the player's (the caller sets the file's).
@@ -26,6 +28,7 @@ struct PlayerSnapshot {
         rate = player.rate
         rateMode = player.rateMode
         numberOfLoops = session.playlist.numberOfLoops
+        interrupted = session.audioSession.isInterrupted
         levels = []
         if metering {
             player.updateMeters()
@@ -87,6 +90,7 @@ struct StatusScreen {
         let symbol: String, word: String
         switch s.state {
         case .playing: (symbol, word) = ("▶", "playing")
+        case .paused where s.interrupted: (symbol, word) = ("‖", "interrupted")
         case .paused: (symbol, word) = ("‖", "paused ")
         case .stopped, .prepared: (symbol, word) = ("■", "stopped")
         }
