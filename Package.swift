@@ -84,6 +84,7 @@ let package = Package(
         .executableTarget(name: "MemoryBuffer", dependencies: ["Spool"], path: "Examples/MemoryBuffer"),
         .executableTarget(name: "SoundBank", dependencies: ["Spool"], path: "Examples/SoundBank"),
         .executableTarget(name: "Playlist", dependencies: ["Spool"], path: "Examples/Playlist"),
+        .executableTarget(name: "Session", dependencies: ["Spool"], path: "Examples/Session"),
 
         // MARK: - Tests
 

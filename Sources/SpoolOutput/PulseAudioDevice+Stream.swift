@@ -146,7 +146,7 @@ final class PulseAudioStream: @unchecked Sendable {
     func connectPlayback(sink: String?, role: String, applicationName: String, request: OutputConfiguration, latency: LatencyRequest,
                          timeout: Double) throws {
         guard let context else { throw AudioError(.deviceUnavailable, "\(name): no context") }
-        var spec = pa_sample_spec(format: PA_SAMPLE_FLOAT32LE, rate: UInt32(format.sampleRate.rounded()),
+        var spec = pa_sample_spec(format: spool_pulse_float32(), rate: UInt32(format.sampleRate.rounded()),
                                   channels: UInt8(format.channelCount))
         // Spool's channel order is WAV's (WAVE_FORMAT_EXTENSIBLE), which PulseAudio calls WAVEEX.
         var map = pa_channel_map()
