@@ -124,20 +124,40 @@ struct AudioSessionSoundServerTests {
         #expect(follower.player.isPlaying, "the default switched: the player follows it and plays on")
     }
 
-    @Test("The server killed mid-play: a route change and a paused player, no hang",
+    @Test("The server killed mid-play: a route change, a paused player, no hang; restarted, the player plays again on request",
           .enabled(if: enabled, "no PulseAudio server answers `pactl info`; start one with scripts/pulseaudio.sh"))
-    func theServerDies() throws {
+    func theServerDiesAndComesBack() throws {
         guard SoundServer.expectRunning() else { return }
         let server = try PrivateSoundServer()
-        let scene = try Scene(on: server)
-        try scene.player.play()
+        let address = server.address
+        // A session that opens its own output on the test's server, so it can open it again.
+        let session = AudioSession(group: AudioSessionGroup()) { configuration, role in
+            try BufferQueueBackend(device: PulseAudioDevice(server: address, configuration: configuration, role: role))
+        }
+        try session.setCategory(.playback)
+        let log = AudioSessionTests.EventLog()
+        session.setEventHandler { log.record($0) }
+        let first = try session.backend()
+        let player = try AudioPlayer(buffer: try sine(1_000, frames: 4 * 48_000, format: stereo48, amplitude: 0.3), backend: first)
+        player.session = session
+        try player.play()
         Thread.sleep(forTimeInterval: 0.3)
+
         server.kill()
-        #expect(scene.wait(for: Self.isRouteChange(.oldDeviceUnavailable)) != nil, "no route change: \(scene.log.events)")
+        let deadline = Date().addingTimeInterval(3)
+        while !log.events.contains(where: Self.isRouteChange(.oldDeviceUnavailable)), Date() < deadline { usleep(5_000) }
+        #expect(log.events.contains(where: Self.isRouteChange(.oldDeviceUnavailable)), "no route change: \(log.events)")
         let start = Date()
-        #expect(!scene.player.isPlaying)
-        try? scene.player.stop()
-        #expect(Date().timeIntervalSince(start) < 0.5, "stopping a player on a dead server took \(Date().timeIntervalSince(start)) s")
+        #expect(!player.isPlaying)
+        #expect(Date().timeIntervalSince(start) < 0.5, "reading a player on a dead server took \(Date().timeIntervalSince(start)) s")
+
+        try server.restart()
+        try player.play()
+        #expect(player.backend !== first, "the session opened its output again")
+        let playing = Date().addingTimeInterval(6)
+        while player.currentTime < 0.3, Date() < playing { usleep(10_000) }
+        #expect(player.currentTime >= 0.3, "the player does not play on the restarted server: \(player.currentTime) s")
+        #expect(session.currentRoute.output == "pulse")
     }
 
     @Test("The preferred rate and I/O buffer duration open the output; what it runs with is reported",

@@ -74,8 +74,10 @@ public final class AudioPlayer: Sendable {
     public let data: Data?
     /// The format of the source: its rate and channel count.
     public let format: AudioFormat
-    /// The back-end it plays on.
-    public let backend: any PlaybackBackend
+    /// The back-end it plays on: the one it was made with, or, once that output was lost,
+    /// the one its session opened again for the next `play()`.
+    public var backend: any PlaybackBackend { backendBox.withLock { $0 } }
+    private let backendBox: Locked<any PlaybackBackend>
     /// Where events are delivered: the queue given at creation, or a serial queue of the
     /// player's own.
     public let eventQueue: DispatchQueue
@@ -212,7 +214,7 @@ public final class AudioPlayer: Sendable {
         info = source.info
         self.url = url
         self.data = data
-        self.backend = backend
+        backendBox = Locked(backend)
         self.eventQueue = eventQueue ?? DispatchQueue(label: "spool.player.events")
         EventDelivery.mark(self.eventQueue)
         stream = PlayerStream(source, numberOfLoops: 0, makeStage: Self.makeTimeStretch)
@@ -338,6 +340,16 @@ public final class AudioPlayer: Sendable {
         if state != .playing { try session?.participantWillPlay(self) }
         try control.withLock { c in
             reconcile(&c)
+            if c.voice != nil, let replacement = session?.replacement(for: backend) {
+                // The output went away under the voice (the server died): play again from the
+                // start, on the output the session opened anew.
+                dropVoice(&c)
+                backendBox.withLock { $0 = replacement }
+                c.state = .stopped
+                c.startFrame = 0
+                c.heldFrame = nil
+                c.run += 1
+            }
             switch c.state {
             case .playing: return
             case .paused:
@@ -615,17 +627,20 @@ public final class AudioPlayer: Sendable {
     private func reconcile(_ c: inout Control) {
         let run = c.run
         guard let lost = ending.withLock({ $0.run == run && $0.ended ? $0.voiceLost : nil }) else { return }
-        if lost {
-            c.underrunsBefore += c.voice?.underrunCount ?? 0
-            c.voice?.dispose()
-            c.voice = nil
-            c.feeder = nil
-            positions.withLock { $0.voice = nil }
-        }
+        if lost { dropVoice(&c) }
         c.state = .stopped
         c.startFrame = 0
         c.heldFrame = nil
         c.run += 1
+    }
+
+    /// Lets go of a voice its output took away; the next run makes a new one.
+    private func dropVoice(_ c: inout Control) {
+        c.underrunsBefore += c.voice?.underrunCount ?? 0
+        c.voice?.dispose()
+        c.voice = nil
+        c.feeder = nil
+        positions.withLock { $0.voice = nil }
     }
 
     /// Makes the voice on first use, and queues the first buffers from `startFrame`.
@@ -638,6 +653,9 @@ public final class AudioPlayer: Sendable {
         if let feeder = c.feeder {
             try feeder.seek(toFrame: c.startFrame)
         } else {
+            // An output lost (the server went away) is opened again by the session that owns it.
+            if let replacement = session?.replacement(for: backend) { backendBox.withLock { $0 = replacement } }
+            let backend = self.backend
             let voice = try c.quality.map { try backend.makeVoice(format: format, quality: $0) } ?? backend.makeVoice(format: format)
             let waiting = positions.withLock { p in
                 defer { (p.voice, p.waiting) = (voice, []) }

@@ -12,14 +12,24 @@ extension AudioSession {
     /// - Returns: The back-end.
     /// - Throws: The device's error when not even the null device opens.
     public func backend() throws -> any PlaybackBackend {
-        let (existing, configuration, role) = state.withLock { s -> ((any PlaybackBackend)?, OutputConfiguration, String) in
-            if let backend = s.backend, !s.lost.contains(ObjectIdentifier(backend)) { return (backend, .init(), "") }
-            return (nil, Self.configuration(s), s.category.role)
+        let (existing, configuration, role, opener) = state.withLock { s in
+            if let backend = s.backend, !s.reopens || !s.lost.contains(ObjectIdentifier(backend)) {
+                return (Optional(backend), OutputConfiguration(), "", s.opener)
+            }
+            return (nil, Self.configuration(s), s.category.role, s.opener)
         }
         if let existing { return existing }
-        let backend = try Self.openOutput(configuration: configuration, role: role)
+        let backend = try opener?(configuration, role) ?? Self.openOutput(configuration: configuration, role: role)
         state.withLock { $0.backend = backend }
         watch(backend)
+        return backend
+    }
+
+    /// The output to play on instead of `old` when `old` is the session's own, was lost, and
+    /// the session opens its outputs itself: opened anew (nil when it cannot be, or need not).
+    func replacement(for old: any PlaybackBackend) -> (any PlaybackBackend)? {
+        let lost = state.withLock { s in s.reopens && s.backend === old && s.lost.contains(ObjectIdentifier(old)) }
+        guard lost, let backend = try? backend() else { return nil }
         return backend
     }
 

@@ -47,6 +47,10 @@ public final class AudioSession: Sendable {
         var preferredIOBufferDuration: Double?
         /// The output the session opened (or was given), for players that name none.
         var backend: (any PlaybackBackend)?
+        /// How the session opens its output: nil for the system's default; never for an output
+        /// it was given (`reopens` false).
+        var opener: (@Sendable (OutputConfiguration, String) throws -> any PlaybackBackend)?
+        var reopens = true
         var sink: String?
         var participants: [WeakParticipant] = []
         /// The participants an interruption paused: the ones it may resume.
@@ -97,8 +101,25 @@ public final class AudioSession: Sendable {
     ///   - group: The sessions it arbitrates with.
     public convenience init(backend: any PlaybackBackend, group: AudioSessionGroup = .process) {
         self.init(group: group)
-        state.withLock { $0.backend = backend }
+        state.withLock { s in
+            s.backend = backend
+            s.reopens = false
+        }
         watch(backend)
+    }
+
+    /// Makes a session that opens its output with `opening` (on first use, and again once
+    /// the output was lost, for a player's next `play()`): a session on the OpenAL back-end, a
+    /// named sink, another server.
+    /// - Parameters:
+    ///   - group: The sessions it arbitrates with.
+    ///   - opening: Opens an output with the configuration the session asks for (its preferred
+    ///     rate and I/O buffer) and the category's stream role.
+    public convenience init(group: AudioSessionGroup = .process,
+                            opening: @escaping @Sendable (_ configuration: OutputConfiguration, _ role: String) throws
+                                -> any PlaybackBackend) {
+        self.init(group: group)
+        state.withLock { $0.opener = opening }
     }
 
     deinit {
