@@ -64,7 +64,7 @@ public final class SoundEffects: Sendable {
         self.voiceLimit = voiceLimit
         cache = try BufferCache(budgetBytes: cacheBudgetBytes)
         self.eventQueue = eventQueue ?? DispatchQueue(label: "spool.effects.events")
-        AudioSession.shared.register(self)
+        membership.join(self)
     }
 
     /// The session the sounds belong to (`AudioSession.shared` until set). Short sounds mix
@@ -73,18 +73,10 @@ public final class SoundEffects: Sendable {
     /// session of the process does not interrupt them, as it does not interrupt iOS's system
     /// sounds.
     public var session: AudioSession? {
-        get { sessionLink.withLock { $0.session } }
-        set {
-            let old = sessionLink.withLock { link in
-                defer { link.session = newValue }
-                return link.session
-            }
-            guard old !== newValue else { return }
-            old?.unregister(self)
-            newValue?.register(self)
-        }
+        get { membership.session }
+        set { membership.move(self, to: newValue) }
     }
-    private let sessionLink = Locked(AudioPlayer.SessionLink(session: AudioSession.shared))
+    private let membership = SessionMembership()
 
     /// Stops every sound playing (each with the back-end's fade); their completions run.
     public func stopAll() {

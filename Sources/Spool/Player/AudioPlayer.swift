@@ -219,28 +219,16 @@ public final class AudioPlayer: Sendable {
         EventDelivery.mark(self.eventQueue)
         stream = PlayerStream(source, numberOfLoops: 0, makeStage: Self.makeTimeStretch)
         control = Locked(Control())
-        AudioSession.shared.register(self)
+        membership.join(self)
     }
 
     /// The session the player belongs to (`AudioSession.shared` until set), which pauses it on
     /// interruptions and lost outputs and is activated by its `play()`; `nil` for none.
     public var session: AudioSession? {
-        get { sessionLink.withLock { $0.session } }
-        set {
-            let old = sessionLink.withLock { link in
-                defer { link.session = newValue }
-                return link.session
-            }
-            guard old !== newValue else { return }
-            old?.unregister(self)
-            newValue?.register(self)
-        }
+        get { membership.session }
+        set { membership.move(self, to: newValue) }
     }
-    let sessionLink = Locked(SessionLink(session: AudioSession.shared))
-
-    struct SessionLink: Sendable {
-        weak var session: AudioSession?
-    }
+    let membership = SessionMembership()
 
     deinit {
         positions.withLock { $0 = Positions() }

@@ -357,6 +357,27 @@ public final class AudioSessionGroup: Sendable {
     var sessions: [AudioSession] { members.withLock { $0.compactMap(\.session) } }
 }
 
+/// The session a participant belongs to: `AudioSession.shared` from the start, held weakly.
+final class SessionMembership: Sendable {
+    private let link = Locked(AudioSession.WeakSession(session: AudioSession.shared))
+
+    var session: AudioSession? { link.withLock { $0.session } }
+
+    /// Registers `participant` with the session it starts in.
+    func join(_ participant: any AudioSessionParticipant) { session?.register(participant) }
+
+    /// Moves `participant` from its session to `newValue`.
+    func move(_ participant: any AudioSessionParticipant, to newValue: AudioSession?) {
+        let old = link.withLock { link in
+            defer { link.session = newValue }
+            return link.session
+        }
+        guard old !== newValue else { return }
+        old?.unregister(participant)
+        newValue?.register(participant)
+    }
+}
+
 /// Why the session pauses a participant.
 enum AudioSessionPauseCause: Sendable, Equatable {
     case interruption(AudioSessionInterruptionSource)
