@@ -23,8 +23,9 @@ extension AudioSession {
     /// Opens the buffer queue on the system's default output for a session, printing the
     /// fallback's notice.
     static func openOutput(configuration: OutputConfiguration, role: String) throws -> any PlaybackBackend {
-        let (backend, notice) = try BufferQueueBackend.open(.default, configuration: configuration, role: role)
+        // The stream is made with the session's role, so no policy sees it as anything else.
+        let (device, notice) = try OutputDeviceFactory.open(.default, configuration: configuration, role: role)
         if let notice { FileHandle.standardError.write(Data("spool: \(notice)\n".utf8)) }
-        return backend
+        return try BufferQueueBackend(device: device)
     }
 }

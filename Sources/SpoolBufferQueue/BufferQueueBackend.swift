@@ -53,10 +53,9 @@ public final class BufferQueueBackend: PlaybackBackend {
     /// - Returns: The back-end, and a one-line notice for the user when the output is not
     ///   the one asked for (`nil` otherwise).
     /// - Throws: As `OutputDeviceFactory.open`.
-    ///   - role: The stream's `media.role` on the native sound-server output.
-    public static func open(_ target: OutputTarget = .default, configuration: OutputConfiguration = OutputConfiguration(),
-                            role: String = "music") throws -> (backend: BufferQueueBackend, notice: String?) {
-        let (device, notice) = try OutputDeviceFactory.open(target, configuration: configuration, role: role)
+    public static func open(_ target: OutputTarget = .default, configuration: OutputConfiguration = OutputConfiguration())
+        throws -> (backend: BufferQueueBackend, notice: String?) {
+        let (device, notice) = try OutputDeviceFactory.open(target, configuration: configuration)
         return (try BufferQueueBackend(device: device), notice)
     }
 
