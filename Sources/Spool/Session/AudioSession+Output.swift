@@ -20,16 +20,24 @@ extension AudioSession {
         }
         if let existing { return existing }
         let backend = try opener?(configuration, role) ?? Self.openOutput(configuration: configuration, role: role)
-        state.withLock { $0.backend = backend }
+        state.withLock { s in
+            if let old = s.backend { s.retired.append(WeakBackend(backend: old)) }
+            s.backend = backend
+        }
         watch(backend)
         return backend
     }
 
-    /// The output to play on instead of `old` when `old` is the session's own, was lost, and
-    /// the session opens its outputs itself: opened anew (nil when it cannot be, or need not).
+    /// The output to play on instead of `old` when `old` is an output of the session's own
+    /// that was lost (now, or before the one it has), and the session opens its outputs
+    /// itself: the current one, opened anew when it must be; nil when none can be, or need be.
     func replacement(for old: any PlaybackBackend) -> (any PlaybackBackend)? {
-        let lost = state.withLock { s in s.reopens && s.backend === old && s.lost.contains(ObjectIdentifier(old)) }
-        guard lost, let backend = try? backend() else { return nil }
+        let replace = state.withLock { s in
+            s.retired.removeAll { $0.backend == nil }
+            let ownLost = s.backend === old && s.lost.contains(ObjectIdentifier(old))
+            return s.reopens && (ownLost || s.retired.contains { $0.backend === old })
+        }
+        guard replace, let backend = try? backend(), backend !== old else { return nil }
         return backend
     }
 
@@ -109,7 +117,10 @@ extension AudioSession {
     func watch(_ backend: any PlaybackBackend) {
         let id = ObjectIdentifier(backend)
         let (new, role) = state.withLock { s -> (Bool, String?) in
+            // Forget the outputs that are gone, so that another one made at the same address
+            // is not taken for them.
             s.watched = s.watched.filter { $0.value.backend.backend != nil }
+            s.lost = s.lost.filter { s.watched[$0] != nil }
             return (s.watched[id] == nil, s.backend === backend ? s.category.role : nil)
         }
         guard new else { return }

@@ -51,6 +51,9 @@ public final class AudioSession: Sendable {
         /// it was given (`reopens` false).
         var opener: (@Sendable (OutputConfiguration, String) throws -> any PlaybackBackend)?
         var reopens = true
+        /// Outputs of the session's own that were lost and replaced: players still on one move
+        /// to the session's current output at their next `play()`.
+        var retired: [WeakBackend] = []
         var sink: String?
         var participants: [WeakParticipant] = []
         /// The participants an interruption paused: the ones it may resume.
