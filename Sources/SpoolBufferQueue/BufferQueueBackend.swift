@@ -13,6 +13,8 @@ public final class BufferQueueBackend: PlaybackBackend {
     /// Makes a back-end over `device` and starts the device. The device stops when the
     /// back-end and every voice it made have gone (the engine stops it), so dropping a
     /// back-end without stopping anything leaves no thread running.
+    /// The back-end becomes the device's one event handler (`OutputDevice.setEventHandler`),
+    /// and hands every event to the handlers added with `addOutputEventHandler(_:)`.
     /// - Parameter device: The output: ALSA, null, or offline (`OfflineDevice`, which the
     ///   program then renders).
     /// - Throws: The device's error.

@@ -11,7 +11,8 @@ public final class OpenALBackend: PlaybackBackend {
     public let device: OpenALDevice
     private let defaultQuality = Locked(ResamplingQuality.default)
 
-    /// Makes the back-end over an open device.
+    /// Makes the back-end over an open device, which it becomes the one event handler of
+    /// (`OpenALDevice.setEventHandler`); listen with `addOutputEventHandler(_:)`.
     /// - Parameter device: The sound server, the null device or a loopback device.
     public init(device: OpenALDevice) {
         self.device = device
