@@ -34,8 +34,7 @@ public final class SystemSound: Sendable {
 
     private struct State: Sendable {
         var disposed = false
-        var next = 0
-        var completions: [(SystemSoundCompletionToken, @Sendable (SystemSound) -> Void)] = []
+        var completions = HandlerList<SystemSoundCompletionToken, @Sendable (SystemSound) -> Void>()
     }
 
     /// Makes a sound from a file: decoded and converted once, and kept in the output's cache
@@ -124,18 +123,13 @@ public final class SystemSound: Sendable {
     /// The corresponding Apple call is `AudioServicesAddSystemSoundCompletion`.
     @discardableResult
     public func addCompletion(_ handler: @escaping @Sendable (SystemSound) -> Void) -> SystemSoundCompletionToken {
-        state.withLock { s in
-            s.next += 1
-            let token = SystemSoundCompletionToken(rawValue: s.next)
-            s.completions.append((token, handler))
-            return token
-        }
+        state.withLock { $0.completions.add(handler, makeToken: SystemSoundCompletionToken.init(rawValue:)) }
     }
 
     /// Removes a completion; an unknown token is ignored. The corresponding Apple call is
     /// `AudioServicesRemoveSystemSoundCompletion`.
     public func removeCompletion(_ token: SystemSoundCompletionToken) {
-        state.withLock { $0.completions.removeAll { $0.0 == token } }
+        state.withLock { $0.completions.remove(token) }
     }
 
     /// Ends the sound: later plays throw; plays under way finish, with their completions.
@@ -146,7 +140,7 @@ public final class SystemSound: Sendable {
     public var isDisposed: Bool { state.withLock { $0.disposed } }
 
     private func playFinished() {
-        let handlers = state.withLock { $0.completions.map(\.1) }
+        let handlers = state.withLock { $0.completions.handlers }
         for handler in handlers { handler(self) }
     }
 }
