@@ -125,7 +125,8 @@ extension PulseAudioStream {
         let read = sampleTime - Int64(max(0, held).rounded(.down))
         let sinkLatency = Double(info.sink_usec) * 1e3
         guard let mixed = history.remix(from: read + Int64(rewindMargin), renderer: rewinder, hostTime: { frame in
-            now &+ UInt64(sinkLatency + Double(max(0, frame - read)) * nanosecondsPerFrame)
+            // Saturating: the sink's latency is the server's figure, whatever it says.
+            now &+ HostTime.nanoseconds((sinkLatency + Double(max(0, frame - read)) * nanosecondsPerFrame) * 1e-9)
         }) else { return rewind.record(rewound: false) }
         let back = Int64(sampleTime - mixed.first) * Int64(frameBytes)
         let written = pulse.streamWrite(stream, mixed.frames, mixed.count * frameBytes, nil, -back, PA_SEEK_RELATIVE)
@@ -155,7 +156,8 @@ extension PulseAudioStream {
         let elapsed = Double(now.tv_sec - info.timestamp.tv_sec) * 1e9 + Double(now.tv_usec - info.timestamp.tv_usec) * 1e3
         let buffered = Double(info.write_index - info.read_index) / Double(frameBytes) / format.sampleRate * 1e9
         let latency = buffered + Double(info.sink_usec) * 1e3 - elapsed
-        return latency > 0 ? UInt64(latency) : 0
+        // Saturating (HostTime.nanoseconds): the figures are the server's, whatever they say.
+        return HostTime.nanoseconds(latency * 1e-9)
     }
 
     /// Main loop lock: the latency in frames, 0 when stopped or before the first timing update.
