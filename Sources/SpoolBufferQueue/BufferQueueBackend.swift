@@ -39,13 +39,12 @@ public final class BufferQueueBackend: PlaybackBackend {
     /// The device's period, as it granted it.
     public var outputPeriodFrames: Int { engine.device.periodFrames }
 
-    /// Sets the stream's `media.role` on the native sound-server output
-    /// (`PulseAudioDevice.setRole(_:)`); other devices have none.
-    public func setOutputRole(_ role: String) { (engine.device as? PulseAudioDevice)?.setRole(role) }
+    /// Sets the device's stream role (`OutputDevice.setRole(_:)`: the native sound-server
+    /// output has one, other devices ignore it).
+    public func setOutputRole(_ role: String) { engine.device.setRole(role) }
 
-    /// Corks the native sound-server output's stream (`PulseAudioDevice.setCorked(_:)`);
-    /// other devices have none.
-    public func setOutputCorked(_ corked: Bool) { (engine.device as? PulseAudioDevice)?.setCorked(corked) }
+    /// Corks the device's stream (`OutputDevice.setCorked(_:)`), where it has one.
+    public func setOutputCorked(_ corked: Bool) { engine.device.setCorked(corked) }
 
     /// Opens `target` and makes a back-end over it, as `OutputDeviceFactory.open` does:
     /// `.default` falls back to the null device where no audio device opens, and says so.

@@ -130,6 +130,20 @@ public protocol OutputDevice: AnyObject, Sendable {
     /// rewritten. Any thread but the render thread; does nothing on a device that does not
     /// rewind, or that is stopped.
     func requestRewind()
+    /// Tells the sound server what the device's stream plays (`media.role`); devices without
+    /// a server stream ignore it.
+    func setRole(_ role: String)
+    /// Pauses the device's stream on the sound server, or plays it again, without stopping
+    /// the device (what answers a cork request); devices without a server stream ignore it.
+    func setCorked(_ corked: Bool)
+}
+
+extension OutputDevice {
+    /// Devices without a server stream carry no role.
+    public func setRole(_ role: String) {}
+
+    /// Devices without a server stream have nothing to cork.
+    public func setCorked(_ corked: Bool) {}
 }
 
 extension OutputDevice {
