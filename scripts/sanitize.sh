@@ -11,6 +11,13 @@ parts=("$@")
 ((${#parts[@]})) || parts=(address thread fuzz)
 
 summary() { grep -E '^(✔|✘|━) Test run with' "$1" | tail -n 1 || true; }
+# A sanitized test run that hangs fails in bounded time; `unfinished` names the tests left running.
+bounded() { timeout -k 30 1500 "$@"; }
+unfinished() {
+    local left
+    left=$(scripts/unfinished-tests "$1")
+    [ -z "$left" ] || printf 'tests started and not ended:\n%s\n' "$left"
+}
 
 for part in "${parts[@]}"; do
     case "$part" in
@@ -23,9 +30,10 @@ for part in "${parts[@]}"; do
             # SPOOL_SANITIZER: the suites that time a real sound server leave that to the plain run.
             if ! SPOOL_SANITIZER=address ASAN_OPTIONS="detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1" \
                 LSAN_OPTIONS="suppressions=$PWD/scripts/sanitizers/lsan.supp:print_suppressions=0" \
-                swift test --skip-build --sanitize=address --scratch-path .build/asan >"$log" 2>&1; then
+                bounded swift test --skip-build --sanitize=address --scratch-path .build/asan >"$log" 2>&1; then
                 grep -E '✘|ERROR: (AddressSanitizer|LeakSanitizer)|SUMMARY' "$log" | head -n 60
                 grep -A 60 -m 2 -E 'ERROR: (AddressSanitizer|LeakSanitizer)' "$log" | head -n 150
+                unfinished "$log"
                 echo "address sanitizer run failed" >&2
                 exit 1
             fi
@@ -38,10 +46,11 @@ for part in "${parts[@]}"; do
             log=$(mktemp)
             # SPOOL_SANITIZER: the suites that time a real sound server leave that to the plain run.
             if ! SPOOL_SANITIZER=thread TSAN_OPTIONS="halt_on_error=0:second_deadlock_stack=1:report_signal_unsafe=0" \
-                swift test --skip-build --sanitize=thread --scratch-path .build/tsan >"$log" 2>&1 \
+                bounded swift test --skip-build --sanitize=thread --scratch-path .build/tsan >"$log" 2>&1 \
                 || grep -q "WARNING: ThreadSanitizer" "$log"; then
                 grep -E '✘|WARNING: ThreadSanitizer|SUMMARY' "$log" | head -n 60
                 grep -A 30 -m 3 "WARNING: ThreadSanitizer" "$log" | head -n 120
+                unfinished "$log"
                 echo "thread sanitizer run failed" >&2
                 exit 1
             fi

@@ -12,14 +12,26 @@ cd "$(dirname "$0")/.."
 ./scripts/docs.sh
 swift build --build-tests -Xswiftc -warnings-as-errors
 log=$(mktemp)
+# A test run that hangs fails in bounded time, naming the tests that started and never ended,
+# instead of holding the run until its caller gives up.
+bounded() {
+    local seconds=$1; shift
+    local status=0
+    timeout -k 30 "$seconds" "$@" || status=$?
+    if [ "$status" = 124 ] || [ "$status" = 137 ]; then
+        echo "timed out after $seconds s; tests started and not ended:"
+        scripts/unfinished-tests "$log"
+    fi
+    return "$status"
+}
 # The suites that time a real sound server run on their own after the rest, so that the rest's
 # parallel work does not steal their real-time threads' wake-ups.
 realtime='SoundServerTests|PulseAudioTests|SoundServerEventTests|PulseAudioRewindTests|PlaySessionTests'
-swift test --skip-build --skip "$realtime" 2>&1 | tee "$log"
+bounded 1200 swift test --skip-build --skip "$realtime" 2>&1 | tee "$log"
 first=$(sed -n 's/.*Test run with \([0-9]*\) tests.* passed after.*/\1/p' "$log" | tail -1)
 # They time a real server on a shared machine, which can hold its threads off once (the
 # figures they print say by how much); a failure twice in a row fails.
-timed() { swift test --skip-build --filter "$realtime" 2>&1 | tee "$log"; }
+timed() { bounded 600 swift test --skip-build --filter "$realtime" 2>&1 | tee "$log"; }
 timed || { echo "the sound-server suites failed once; running them again"; timed; }
 second=$(sed -n 's/.*Test run with \([0-9]*\) tests.* passed after.*/\1/p' "$log" | tail -1)
 passed=$(( ${first:-0} + ${second:-0} ))

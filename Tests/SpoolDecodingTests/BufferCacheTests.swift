@@ -28,12 +28,14 @@ struct BufferCacheTests {
         var value: Int { count.load(ordering: .sequentiallyConsistent) }
     }
 
-    /// Holds decodes until opened.
+    /// Holds decodes until opened, or for a minute at most: a test that fails before it
+    /// opens the gate must not leave its decode, and every request waiting on it, held for
+    /// ever (a child task of a group that is never released keeps the test from ending).
     final class Gate: Sendable {
         private let opened = DispatchSemaphore(value: 0)
-        /// Blocks until `open()`; lets every later caller through at once.
+        /// Blocks until `open()` (or a minute has passed); lets every later caller through at once.
         func pass() {
-            opened.wait()
+            _ = opened.wait(timeout: .now() + 60)
             opened.signal()
         }
         func open() { opened.signal() }
@@ -46,15 +48,15 @@ struct BufferCacheTests {
         var all: [Element] { items.withLock { $0 } }
     }
 
-    /// Polls `condition` every millisecond for up to 10 s.
+    /// Polls `condition` every millisecond for up to 30 s.
     static func waitUntil(_ condition: () -> Bool) throws {
-        for _ in 0..<10_000 where !condition() { usleep(1_000) }
+        for _ in 0..<30_000 where !condition() { usleep(1_000) }
         try #require(condition())
     }
 
-    /// Polls `condition` every millisecond for up to 10 s, without blocking a thread.
+    /// Polls `condition` every millisecond for up to 30 s, without blocking a thread.
     static func waitUntil(_ condition: () -> Bool) async throws {
-        for _ in 0..<10_000 where !condition() { try await Task.sleep(for: .milliseconds(1)) }
+        for _ in 0..<30_000 where !condition() { try await Task.sleep(for: .milliseconds(1)) }
         try #require(condition())
     }
 
@@ -433,7 +435,7 @@ extension BufferCacheTests {
             // Every request has found the decode running (a miss each) before it may finish.
             try BufferCacheTests.waitUntil { cache.stats.misses == 12 }
             gate.open()
-            done.wait()
+            #expect(done.wait(timeout: .now() + 60) == .success, "a thread's request never returned")
             let identities = try results.all.map { try $0.get() }
             #expect(identities.count == 12)
             #expect(Set(identities).count == 1)
@@ -484,7 +486,7 @@ extension BufferCacheTests {
             }
             await withCheckedContinuation { continuation in
                 DispatchQueue.global().async {
-                    done.wait()
+                    _ = done.wait(timeout: .now() + 60)
                     continuation.resume()
                 }
             }
