@@ -101,7 +101,7 @@ enum OggPayload: Equatable, Sendable, CustomStringConvertible {
     }
 }
 
-private func hex(_ byte: UInt8) -> String {
+func hex(_ byte: UInt8) -> String {
     let digits = Array("0123456789abcdef")
     return String([digits[Int(byte >> 4)], digits[Int(byte & 0x0F)]])
 }
