@@ -45,3 +45,59 @@ enum FuzzSniff {
         _ = try? DecoderRegistry.shared.candidates(for: .memory(data, name: "fuzz", typeHint: hint))
     }
 }
+
+/// What the stream fuzz targets do with one input: its first two bytes choose a type hint and
+/// where the rest is cut into pieces; the pieces are fed to a `StreamParser` one by one; once
+/// the parser is ready, a seek (to a time the input chooses) is asked for and the bytes from
+/// its offset, where they were fed, are fed again with `discontinuity`. With `decode`, every
+/// packet goes through a `StreamDecoder` (within a frame budget).
+enum FuzzStream {
+    static let hints: [String?] = [nil, "mp3", "ogg", "opus", "wav", "aiff", "caf", "flac"]
+    static let frameBudget = 1 << 14
+
+    static func run(_ bytes: UnsafePointer<UInt8>, _ count: Int, decode: Bool) {
+        guard count >= 2 else { return }
+        let hint = hints[Int(bytes[0]) % hints.count]
+        var seed = UInt64(bytes[1]) &* 0x9E37_79B9_7F4A_7C15 | 1
+        let body = UnsafeRawBufferPointer(start: bytes + 2, count: count - 2)
+        final class Sink { var packets: [StreamPacket] = [] }
+        let sink = Sink()
+        let parser = StreamParser(typeHint: hint, propertyListener: { _ in }, packets: { sink.packets.append(contentsOf: $0) })
+        var decoder: StreamDecoder?
+        var decoded = 0
+        var output: [Float] = []
+        func drain() {
+            if decode, decoder == nil, parser.readyToProducePackets { decoder = try? StreamDecoder(parser: parser) }
+            if let decoder, decoded < frameBudget {
+                output.removeAll(keepingCapacity: true)
+                decoded += (try? decoder.decode(sink.packets, into: &output)) ?? frameBudget
+            }
+            sink.packets.removeAll(keepingCapacity: true)
+        }
+        var start = 0
+        var sought = false
+        while start < body.count {
+            seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            let size = 1 + Int(seed >> 33) % 1_500
+            let piece = UnsafeRawBufferPointer(rebasing: body[start..<min(body.count, start + size)])
+            guard (try? parser.parse(piece)) != nil else { return }
+            drain()
+            start += piece.count
+            if !sought, parser.readyToProducePackets, let duration = parser.duration {
+                sought = true
+                let seconds = duration.seconds.isFinite ? duration.seconds * Double(seed >> 56) / 255 : 0
+                guard let point = try? parser.seek(toTime: seconds) else { continue }
+                guard point.byteOffset >= 0, point.byteOffset <= body.count else { return }
+                decoder?.seek(to: point)
+                start = point.byteOffset
+                let rest = UnsafeRawBufferPointer(rebasing: body[start..<min(body.count, start + size)])
+                guard (try? parser.parse(rest, discontinuity: true)) != nil else { return }
+                drain()
+                start += rest.count
+            }
+        }
+        _ = try? parser.finish()
+        drain()
+        _ = (parser.tags, parser.bitRate, parser.audioDataPacketCount, parser.packetTableInfo, decoder?.warnings)
+    }
+}

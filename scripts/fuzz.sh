@@ -44,14 +44,15 @@ for f in $(pkg-config --libs libmpg123 vorbisfile sndfile opusfile 2>/dev/null |
 
 # The library modules the targets reach, compiled once, instrumented for coverage and ASan.
 stamp="$out/.sources"
-sources=$(cat Sources/SpoolCore/*.swift Sources/SpoolDecoding/*.swift Fuzz/*.swift Sources/C*/shim.h | sha256sum)
+decoding=$(find Sources/SpoolDecoding -name '*.swift' | sort)
+sources=$(cat Sources/SpoolCore/*.swift $decoding Fuzz/*.swift Sources/C*/shim.h | sha256sum)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$sources" ]; then
     echo "fuzz: building SpoolCore and SpoolDecoding"
     swiftc "${flags[@]}" -module-name SpoolCore -emit-module -emit-module-path "$out/SpoolCore.swiftmodule" \
         -emit-library -static -o "$out/libSpoolCore.a" Sources/SpoolCore/*.swift
     swiftc "${flags[@]}" "${cmodules[@]}" "${ccflags[@]}" -module-name SpoolDecoding -emit-module \
         -emit-module-path "$out/SpoolDecoding.swiftmodule" -emit-library -static -o "$out/libSpoolDecoding.a" \
-        Sources/SpoolDecoding/*.swift
+        $decoding
     rm -f "$out"/fuzz-*
     echo "$sources" > "$stamp"
 fi
@@ -74,6 +75,8 @@ seeds() {
         vorbis) find Fixtures -name '*.ogg' ;;
         opus) find Fixtures -name '*.opus' ;;
         sndfile) find Fixtures \( -name '*.wav' -o -name '*.aif*' -o -name '*.caf' -o -name '*.flac' \) ;;
+        stream|streamdecode) find Fixtures -type f \( -name '*.mp3' -o -name '*.ogg' -o -name '*.opus' -o -name '*.wav' \
+            -o -name '*.aif*' -o -name '*.caf' -o -name '*.flac' \) -size -64k ;;
         *) find Fixtures -type f ! -name '*.f32' ! -name '*.json' ! -name '*.md' ! -name '*.sh' ! -name '*.py' ;;
     esac
 }
@@ -82,7 +85,12 @@ status=0
 for t in "${targets[@]}"; do
     corpus="$out/corpus/$t"
     mkdir -p "$corpus"
-    seeds "$t" | while read -r f; do cp -n "$f" "$corpus/" 2>/dev/null || true; done
+    # The stream targets take a type hint and a cutting seed in their first two bytes.
+    case "$t" in
+        stream|streamdecode) seeds "$t" | while read -r f; do
+                [ -e "$corpus/$(basename "$f")" ] || { printf '\000\007'; cat "$f"; } > "$corpus/$(basename "$f")"; done ;;
+        *) seeds "$t" | while read -r f; do cp -n "$f" "$corpus/" 2>/dev/null || true; done ;;
+    esac
     limit=(-max_total_time="$seconds")
     [ -n "$runs" ] && limit=(-runs="$runs")
     budget="$seconds s"

@@ -10,7 +10,7 @@ enum DecodeCommand {
     static let help = """
         usage: spool decode FILE --output PATH|- [--start SECONDS] [--duration SECONDS]
 
-        Decodes FILE to Float32 PCM. PATH ending in .wav gets a WAV file (IEEE float);
+        Decodes FILE (- for standard input, read as a stream) to Float32 PCM. PATH ending in .wav gets a WAV file (IEEE float);
         any other PATH, or - for standard output, gets raw interleaved float32 little-endian.
         Warnings (a truncated file, skipped corrupt bytes) go to standard error.
         Exit status 1 when the file is damaged (every frame that decodes is still written,
@@ -25,10 +25,10 @@ enum DecodeCommand {
         let start = try args.double("start", in: 0...1e9) ?? 0
         let duration = try args.double("duration", in: 0...1e9)
 
-        let decoder = try DecoderRegistry.shared.open(path: path)
+        let decoder = try StandardInput.open(path)
         let format = decoder.format
         let startFrame = format.frames(forSeconds: start)
-        guard startFrame <= decoder.frameCount else {
+        guard startFrame <= decoder.frameCount || !decoder.isFrameCountExact else {
             throw AudioError(.outOfRange, "\(path): --start \(start) s is past the end (\(String(format: "%.3f", decoder.duration)) s)")
         }
         // A decoder opens at frame 0: seeking there anyway made the Vorbis decoder open

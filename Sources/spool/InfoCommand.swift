@@ -8,7 +8,8 @@ enum InfoCommand {
         usage: spool info [--json] FILE...
 
         Prints, for each file: container, codec, sample rate, channels, exact frames,
-        duration, bit rate, VBR or CBR, and tags. --json prints a JSON array instead, with
+        duration, bit rate, VBR or CBR, and tags. FILE - reads standard input as a stream
+        (to its end, so that the frames are those it decodes to). --json prints a JSON array instead, with
         an entry {"file", "error": {"code", "message"}} for a file that cannot be read.
         Exit status 1 when any file cannot be read (the others are still printed).
         """
@@ -60,7 +61,8 @@ enum InfoCommand {
         var failure: AudioError?
         for path in args.operands {
             do {
-                let decoder = try DecoderRegistry.shared.open(path: path)
+                let decoder = try StandardInput.open(path)
+                if StandardInput.names(path) { try StandardInput.readToEnd(decoder) }
                 let info = decoder.info
                 entries.append(.report(Report(
                     file: path, container: info.container, codec: info.codec,

@@ -8,13 +8,14 @@ import SpoolBenchmarks
 /// and keys on a terminal, plain progress lines elsewhere, or renders them offline to a WAV file.
 enum PlayCommand {
     static let help = """
-        usage: spool play FILE... [--backend queue|openal] [--output default|null|pulse[:SINK]|alsa:NAME|wav:PATH]
+        usage: spool play FILE|-... [--backend queue|openal] [--output default|null|pulse[:SINK]|alsa:NAME|wav:PATH]
                                   [--device-rate HZ] [--buffer-frames N] [--buffers N] [--volume X]
                                   [--pan X] [--rate X] [--time-stretch|--varispeed] [--loops N]
                                   [--start SECONDS] [--quiet]
 
         Plays each FILE in turn, without a gap between them (each converted to the output's
         rate and channels), through a back-end: the buffer queue (default) or OpenAL Soft.
+        FILE - reads standard input as a stream, once (cat song.mp3 | spool play -).
         --output default  the system's sound server or card (PulseAudio, then ALSA); falls
                           back to the null device, with a one-line notice, where none opens
         --output null     a clock-paced device that plays to nowhere
@@ -48,6 +49,8 @@ enum PlayCommand {
         var settings = PlaySettings()
         var quiet = false
         var paths: [String] = []
+        /// Standard input, when a path is `-`: opened once, before anything plays.
+        var standardInput: PlaylistStream?
     }
 
     static func run(_ words: [String]) throws {
@@ -55,23 +58,31 @@ enum PlayCommand {
                                                  "volume", "pan", "rate", "loops", "start"],
                                  switches: ["help", "time-stretch", "varispeed", "quiet"])
         if args.has("help") { print(help); return }
-        let options = try parse(args)
+        var options = try parse(args)
 
         // A name mistyped is told before anything plays, not after the files before it.
-        for path in options.paths where access(path, R_OK) != 0 {
+        for path in options.paths where !StandardInput.names(path) && access(path, R_OK) != 0 {
             throw AudioError(.fileNotFound, "\(path): cannot open: \(String(cString: strerror(errno)))")
         }
         // Without --device-rate the device runs at the highest rate among the files: none is
         // resampled down, and a single file (or files of one rate) plays unconverted. Files
         // before the first that opens are reported once, here, and not tried again; a later
         // file that does not open is left to the playlist, which reports it when it comes.
+        if options.paths.contains(where: StandardInput.names) {
+            do {
+                options.standardInput = PlaylistStream(name: StandardInput.name, decoder: try StandardInput.open("-"))
+            } catch let error as AudioError {
+                printError("spool: \(error.message)")
+                throw ExitFailure(error)
+            }
+        }
         var configuration = options.configuration
         var first = 0
         var failure: AudioError?
         if configuration.sampleRate == nil {
             while first < options.paths.count, configuration.sampleRate == nil {
                 do {
-                    configuration.sampleRate = try DecoderRegistry.shared.open(path: options.paths[first]).format.sampleRate
+                    configuration.sampleRate = try sampleRate(of: options.paths[first], options)
                 } catch {
                     let error = error as? AudioError ?? AudioError(.unsupportedFormat, "\(options.paths[first]): \(error)")
                     printError("spool: \(error.message)")
@@ -81,13 +92,19 @@ enum PlayCommand {
             }
             if let failure, first == options.paths.count { throw ExitFailure(failure) }
             for path in options.paths.dropFirst(first + 1) {
-                guard let rate = try? DecoderRegistry.shared.open(path: path).format.sampleRate else { continue }
+                guard let rate = try? sampleRate(of: path, options) else { continue }
                 configuration.sampleRate = max(configuration.sampleRate ?? rate, rate)
             }
         }
         if let failure = try play(options, configuration: configuration, first: first, failure: failure) {
             throw ExitFailure(failure)
         }
+    }
+
+    /// The rate of a file, or of standard input (`-`) opened already.
+    private static func sampleRate(of path: String, _ options: Options) throws -> Double {
+        if StandardInput.names(path), let stream = options.standardInput { return stream.format.sampleRate }
+        return try DecoderRegistry.shared.open(path: path).format.sampleRate
     }
 
     /// Opens the output and plays the files on it.
@@ -131,6 +148,10 @@ enum PlayCommand {
         if options.output.hasPrefix("wav:"), settings.numberOfLoops < 0 {
             throw UsageError("--loops -1 would render forever; give a count with --output wav:PATH")
         }
+        if options.paths.filter(StandardInput.names).count > 1 { throw UsageError("standard input (-) can be played once") }
+        if options.paths.contains(where: StandardInput.names), settings.numberOfLoops != 0 {
+            throw UsageError("standard input (-) plays once: --loops needs files")
+        }
         options.quiet = args.has("quiet")
         options.settings = settings
         return options
@@ -167,7 +188,10 @@ final class PlaySession {
         self.first = first
         self.failure = failure
         settings = options.settings
-        let items = options.paths[first...].map { PlaylistItem.file(URL(fileURLWithPath: $0)) }
+        let items = options.paths[first...].map { path in
+            if StandardInput.names(path), let stream = options.standardInput { return PlaylistItem.stream(stream) }
+            return PlaylistItem.file(URL(fileURLWithPath: path))
+        }
         playlist = try Playlist(items: items, backend: output.backend, eventQueue: eventQueue)
         reports = PlaylistReports(playlist)
         let player = playlist.player

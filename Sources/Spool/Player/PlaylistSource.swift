@@ -4,11 +4,15 @@ import SpoolCore
 import SpoolDecoding
 import SpoolResampling
 
-/// One item of a `Playlist`: a file, encoded bytes, or PCM.
+/// One item of a `Playlist`: a file, encoded bytes, PCM, or a stream read once.
 public enum PlaylistItem: Sendable, CustomStringConvertible {
     case file(URL)
     case data(Data, typeHint: String?)
     case buffer(PCMBuffer)
+    /// Audio read once, in order, from a pipe or a socket: it plays once, from where it is
+    /// when the playlist reaches it (a loop, a jump back or a second pass fails with
+    /// `.unsupported`, and the playlist goes on to the next item).
+    case stream(PlaylistStream)
 
     /// A name for messages and displays.
     public var description: String {
@@ -16,6 +20,7 @@ public enum PlaylistItem: Sendable, CustomStringConvertible {
         case .file(let url): url.lastPathComponent
         case .data(let data, _): "\(data.count) bytes"
         case .buffer(let buffer): "\(buffer.frameCount) frames of PCM"
+        case .stream(let stream): stream.name
         }
     }
 
@@ -33,6 +38,7 @@ public enum PlaylistItem: Sendable, CustomStringConvertible {
         case .file(let url): PrefetchingDecoder(try DecoderRegistry.shared.open(.file(url)))
         case .data(let data, let hint): PrefetchingDecoder(try DecoderRegistry.shared.open(.memory(data, typeHint: hint)))
         case .buffer(let buffer): PCMBufferDecoder(buffer)
+        case .stream(let stream): PrefetchingDecoder(try stream.take())
         }
         let converted = try ConvertingDecoder(decoder, to: format)
         if startFrame > 0 {
@@ -46,6 +52,36 @@ public enum PlaylistItem: Sendable, CustomStringConvertible {
     }
 
     private static func seconds(_ value: Double) -> String { String(format: "%.2f", value) }
+}
+
+/// A decoder of a stream for a playlist, handed over once (a stream cannot be read twice).
+public final class PlaylistStream: Sendable, CustomStringConvertible {
+    /// What messages call the stream.
+    public let name: String
+    /// The PCM the stream decodes to.
+    public let format: AudioFormat
+    private let decoder: Locked<(any AudioDecoder)?>
+
+    /// Wraps a decoder of a stream, such as a `StreamingDecoder` of standard input.
+    public init(name: String, decoder: sending any AudioDecoder) {
+        self.name = name
+        format = decoder.format
+        self.decoder = Locked(decoder)
+    }
+
+    public var description: String { name }
+
+    /// The decoder, the first time; `.unsupported` after.
+    func take() throws -> any AudioDecoder {
+        guard let decoder = decoder.withLock({ slot -> (any AudioDecoder)? in
+            let taken = slot
+            slot = nil
+            return taken
+        }) else {
+            throw AudioError(.unsupported, "\(name): a stream plays once; it cannot be played again")
+        }
+        return decoder
+    }
 }
 
 /// The order a playlist plays in, and where it is: kept by `PlaylistSource` under one lock,

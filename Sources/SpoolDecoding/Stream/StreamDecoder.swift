@@ -49,6 +49,13 @@ public final class StreamDecoder {
         trim = packetTableInfo ?? StreamPacketTableInfo(primingFrames: 0, remainderFrames: 0, validFrames: nil)
     }
 
+    /// A decoder over a codec of the caller's (tests drive the trimming with one).
+    init(format: AudioFormat, codec: any StreamPacketDecoder, packetTableInfo: StreamPacketTableInfo?) {
+        self.format = format
+        self.codec = codec
+        trim = packetTableInfo ?? StreamPacketTableInfo(primingFrames: 0, remainderFrames: 0, validFrames: nil)
+    }
+
     /// Makes a decoder for the packets of a parser that is ready to produce them.
     /// - Throws: `.invalidState` before `readyToProducePackets`, or the errors of the other initializer.
     public convenience init(parser: StreamParser) throws {

@@ -1,0 +1,165 @@
+import Foundation
+import SpoolCore
+
+/// An `AudioDecoder` over bytes read in order from a pipe, a socket or any reader: a
+/// `StreamParser` and a `StreamDecoder` behind the decoder protocol, so that what plays a
+/// file plays standard input too (`cat song.mp3 | spool play -`).
+///
+/// The initializer reads until the parser is ready to produce packets (the format is then
+/// known); `read(into:)` reads on as it needs. `frameCount` is the parser's duration: exact
+/// when the stream states it, otherwise an estimate (`isFrameCountExact` false) until the
+/// stream ends. A stream read once cannot go back: `seek(toFrame:)` goes forward by decoding
+/// and dropping frames, and refuses to go back with `.unsupported`.
+public final class StreamingDecoder: AudioDecoder {
+    /// Reads up to `buffer.count` bytes into `buffer`; returns 0 at the end of the stream.
+    public typealias Reader = (UnsafeMutableRawBufferPointer) throws -> Int
+
+    public let format: AudioFormat
+    public private(set) var frameCount: Int
+    public private(set) var isFrameCountExact: Bool
+    public private(set) var position = 0
+    public private(set) var info: AudioFileInfo
+    public var warnings: [DecodeWarning] { decoder.warnings }
+
+    private let name: String
+    private let reader: Reader
+    private let parser: StreamParser
+    private let decoder: StreamDecoder
+    private let box: PacketBox
+    /// Decoded frames not yet read, from `pendingStart` (in samples).
+    private var pending: [Float] = []
+    private var pendingStart = 0
+    private var ended = false
+    private var chunk = [UInt8](repeating: 0, count: 64 << 10)
+
+    /// Packets the parser delivered and the decoder has not yet been given.
+    private final class PacketBox {
+        var packets: [StreamPacket] = []
+    }
+
+    /// Reads a stream's first bytes until its format is known.
+    /// - Parameters:
+    ///   - name: What messages call the stream (`<standard input>`).
+    ///   - typeHint: A file extension or MIME type; it only breaks ties.
+    ///   - reader: Reads the stream's next bytes.
+    /// - Throws: The parser's `AudioError` (`.emptyInput`, `.unsupportedFormat`, …), or the reader's.
+    public init(name: String, typeHint: String? = nil, reader: @escaping Reader) throws {
+        self.name = name
+        self.reader = reader
+        let box = PacketBox()
+        self.box = box
+        let parser = StreamParser(typeHint: typeHint, packets: { box.packets.append(contentsOf: $0) })
+        self.parser = parser
+        var chunk = [UInt8](repeating: 0, count: 64 << 10)
+        while !parser.readyToProducePackets {
+            let count = try Self.read(reader, into: &chunk, name: name)
+            do {
+                if count == 0 { try parser.finish() } else { try chunk.withUnsafeBytes { try parser.parse(UnsafeRawBufferPointer(rebasing: $0[0..<count])) } }
+            } catch let error as AudioError {
+                throw AudioError(error.code, "\(name): \(error.message)", underlying: error.underlying)
+            }
+        }
+        decoder = try StreamDecoder(parser: parser)
+        format = decoder.format
+        (frameCount, isFrameCountExact) = Self.count(parser)
+        info = Self.info(parser)
+    }
+
+    /// Reads a file descriptor (standard input is 0) until its format is known.
+    public convenience init(fileDescriptor: Int32, name: String, typeHint: String? = nil) throws {
+        try self.init(name: name, typeHint: typeHint) { buffer in
+            while true {
+                let count = Foundation.read(fileDescriptor, buffer.baseAddress, buffer.count)
+                if count >= 0 { return count }
+                if errno == EINTR { continue }
+                throw AudioError(.readFailed, "\(name): cannot read: \(String(cString: strerror(errno)))")
+            }
+        }
+    }
+
+    public func read(into buffer: UnsafeMutableBufferPointer<Float>) throws -> Int {
+        let channels = format.channelCount
+        let wanted = buffer.count / channels * channels
+        while pending.count - pendingStart < wanted, !ended { try decodeMore() }
+        let samples = min(wanted, pending.count - pendingStart)
+        for i in 0..<samples { buffer[i] = pending[pendingStart + i] }
+        pendingStart += samples
+        if pendingStart > 1 << 16 || pendingStart == pending.count {
+            pending.removeSubrange(0..<pendingStart)
+            pendingStart = 0
+        }
+        position += samples / channels
+        return samples / channels
+    }
+
+    public func seek(toFrame frame: Int) throws {
+        guard frame >= position else {
+            throw AudioError(.unsupported, "\(name): a stream read once cannot seek back (from frame \(position) to \(frame))")
+        }
+        var scratch = [Float](repeating: 0, count: 4096 * format.channelCount)
+        while position < frame {
+            let want = min(4096, frame - position) * format.channelCount
+            let got = try scratch.withUnsafeMutableBufferPointer { try read(into: UnsafeMutableBufferPointer(rebasing: $0[0..<want])) }
+            if got == 0 { throw AudioError(.outOfRange, "\(name): frame \(frame) is past the end (\(position) frames)") }
+        }
+    }
+
+    /// Reads and parses the next bytes and decodes the packets they complete.
+    private func decodeMore() throws {
+        let count = try Self.read(reader, into: &chunk, name: name)
+        do {
+            if count == 0 {
+                try parser.finish()
+                ended = true
+            } else {
+                try chunk.withUnsafeBytes { try parser.parse(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
+            }
+            decoder.updatePacketTableInfo(parser.packetTableInfo)
+            let packets = box.packets
+            box.packets.removeAll(keepingCapacity: true)
+            try decoder.decode(packets, into: &pending)
+        } catch let error as AudioError {
+            throw AudioError(error.code, "\(name): \(error.message)", underlying: error.underlying)
+        }
+        (frameCount, isFrameCountExact) = Self.count(parser)
+        info.tags = parser.tags
+        info.bitRate = parser.bitRate ?? info.bitRate
+        if ended {
+            frameCount = decoder.position
+            isFrameCountExact = true
+        }
+    }
+
+    private static func read(_ reader: Reader, into chunk: inout [UInt8], name: String) throws -> Int {
+        let count = try chunk.withUnsafeMutableBytes { try reader($0) }
+        guard (0...chunk.count).contains(count) else {
+            throw AudioError(.readFailed, "\(name): the reader returned \(count) bytes for a \(chunk.count)-byte buffer")
+        }
+        return count
+    }
+
+    private static func count(_ parser: StreamParser) -> (Int, Bool) {
+        guard let duration = parser.duration else { return (0, false) }
+        let frames = duration.frames ?? Int(saturating: (duration.seconds * (parser.dataFormat?.sampleRate ?? 0)).rounded())
+        return (frames, !duration.isEstimated)
+    }
+
+    private static func info(_ parser: StreamParser) -> AudioFileInfo {
+        let container: String, codec: String
+        switch parser.fileFormat {
+        case .mp3?: container = "MP3"
+        case .oggVorbis?, .oggOpus?: container = "Ogg"
+        case let other?: container = other.rawValue
+        case nil: container = "stream"
+        }
+        switch parser.dataFormat?.codec {
+        case .mpeg(let layer)?: codec = "MPEG Layer \(["I", "II", "III"][max(0, min(2, layer - 1))])"
+        case .vorbis?: codec = "Vorbis"
+        case .opus?: codec = "Opus"
+        case .flac?: codec = "FLAC"
+        case .pcm(let layout)?: codec = "PCM \(layout.bitsPerSample)-bit \(layout.isFloat ? "float" : "integer")"
+        case nil: codec = "unknown"
+        }
+        return AudioFileInfo(container: container, codec: codec, bitRate: parser.bitRate ?? 0, tags: parser.tags)
+    }
+}
