@@ -46,6 +46,10 @@ package enum BenchCommand {
           effects [--voices N] [--seconds S] [--runs N] [--triggers N] [--json PATH]
                 N system sounds at once offline (SoundEffects on each back-end, against OpenAL
                 Soft's static buffers), CPU per voice; and play() → first frame at 128 × 3
+          stream [FILE...] [--repeat N] [--hours H] [--no-memory] [--json PATH]
+                StreamParser + StreamDecoder against the file decoder on the same bytes in memory
+                (default: a fixture of each format), and the resident set while H hours
+                (default 1) of audio stream through
           stretch [FILE] [--seconds S] [--runs N] [--tempi LIST] [--sweep] [--json PATH]
                 time-stretch (pitch kept) CPU per second against decode + copy, at tempi 1.5 and
                 0.75 by default, and its duration and frequency errors; --sweep compares settings
@@ -65,6 +69,7 @@ package enum BenchCommand {
         case "player": try PlayerBench.run(rest)
         case "stretch": try StretchBench.run(rest)
         case "effects": try EffectsBench.run(rest)
+        case "stream": try StreamBench.run(rest)
         case "--help", "-h": print(help)
         default: throw UsageError("unknown benchmark '\(name)'")
         }
