@@ -31,6 +31,8 @@ public final class StreamingDecoder: AudioDecoder {
     private var pendingStart = 0
     private var ended = false
     private var chunk = [UInt8](repeating: 0, count: 64 << 10)
+    /// The smallest and largest packet seen, in bytes.
+    private var packetBytes = (lowerBound: Int.max, upperBound: 0)
 
     /// Packets the parser delivered and the decoder has not yet been given.
     private final class PacketBox {
@@ -117,6 +119,9 @@ public final class StreamingDecoder: AudioDecoder {
             decoder.updatePacketTableInfo(parser.packetTableInfo)
             let packets = box.packets
             box.packets.removeAll(keepingCapacity: true)
+            for packet in packets {
+                packetBytes = (min(packetBytes.lowerBound, packet.bytes.count), max(packetBytes.upperBound, packet.bytes.count))
+            }
             try decoder.decode(packets, into: &pending)
         } catch let error as AudioError {
             throw AudioError(error.code, "\(name): \(error.message)", underlying: error.underlying)
@@ -124,6 +129,8 @@ public final class StreamingDecoder: AudioDecoder {
         (frameCount, isFrameCountExact) = Self.count(parser)
         info.tags = parser.tags
         info.bitRate = parser.bitRate ?? info.bitRate
+        // MPEG frames of one bit rate differ by a padding byte at most.
+        if case .mpeg? = parser.dataFormat?.codec { info.isVBR = packetBytes.upperBound - packetBytes.lowerBound > 1 }
         if ended {
             frameCount = decoder.position
             isFrameCountExact = true
@@ -153,13 +160,21 @@ public final class StreamingDecoder: AudioDecoder {
         case nil: container = "stream"
         }
         switch parser.dataFormat?.codec {
-        case .mpeg(let layer)?: codec = "MPEG Layer \(["I", "II", "III"][max(0, min(2, layer - 1))])"
+        case .mpeg(let layer)?:
+            let rate = parser.dataFormat?.sampleRate ?? 0
+            let version = rate >= 32_000 ? "MPEG-1" : rate >= 16_000 ? "MPEG-2" : "MPEG-2.5"
+            codec = "\(version) Layer \(["I", "II", "III"][max(0, min(2, layer - 1))])"
         case .vorbis?: codec = "Vorbis"
         case .opus?: codec = "Opus"
         case .flac?: codec = "FLAC"
         case .pcm(let layout)?: codec = "PCM \(layout.bitsPerSample)-bit \(layout.isFloat ? "float" : "integer")"
         case nil: codec = "unknown"
         }
-        return AudioFileInfo(container: container, codec: codec, bitRate: parser.bitRate ?? 0, tags: parser.tags)
+        var isVBR = false
+        switch parser.dataFormat?.codec {
+        case .vorbis?, .opus?, .flac?: isVBR = true
+        default: break
+        }
+        return AudioFileInfo(container: container, codec: codec, bitRate: parser.bitRate ?? 0, isVBR: isVBR, tags: parser.tags)
     }
 }
