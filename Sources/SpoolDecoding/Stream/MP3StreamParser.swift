@@ -64,6 +64,8 @@ struct MP3StreamParser: StreamFormatParser {
     private var nextIndex: Int? = 0
     /// The byte offset of every packet from the first, as far as they have been seen in order.
     private var offsets: [Int] = []
+    /// The bytes of each of those packets.
+    private var sizes: [Int] = []
     private var discontinuous = false
     /// The stream has ended: the last packets wait for the counts it settles.
     private var finishing = false
@@ -340,7 +342,10 @@ struct MP3StreamParser: StreamFormatParser {
                                   startFrame: index.map { $0 &* samples }, damage: damage)
         damage = []
         nextIndex = index.map { $0 + 1 }
-        if let index, index == offsets.count { offsets.append(frame.offset) }
+        if let index, index == offsets.count {
+            offsets.append(frame.offset)
+            sizes.append(frame.bytes.count)
+        }
         packets += 1
         packetBytes += frame.bytes.count
         audioEnd = frame.offset + frame.bytes.count
@@ -478,13 +483,16 @@ struct MP3StreamParser: StreamFormatParser {
             outbox[outbox.count - 1].packet.damage += damage
             damage = []
         }
-        if !discontinuous { settle(first, &events) }
+        // After a seek the counts are known when every packet up to the end has been seen.
+        if !discontinuous || nextIndex == offsets.count { settle(first, &events) }
         flush(&events, all: true)
     }
 
     /// The counts the whole stream gives, exactly as `MP3Decoder` makes them.
     private mutating func settle(_ first: MPEGAudioHeader, _ events: inout StreamEvents) {
         let samples = first.samplesPerFrame
+        let packets = offsets.count
+        let packetBytes = sizes.reduce(0, +)
         let raw = packets * samples
         let claimedBytes = info?.bytes
         let isTruncated: Bool
@@ -545,6 +553,10 @@ struct MP3StreamParser: StreamFormatParser {
                             isEstimated: true)
         }
         if target < offsets.count { return exact(offsets[start], start) }
+        // The frame held until what follows it is known (it stands unless damage follows).
+        if let held, garbage == nil, target == offsets.count, nextIndex == target {
+            return start < offsets.count ? exact(offsets[start], start) : exact(held.offset, start)
+        }
         // CBR past what was seen: frames of one size (a rate the sample rate divides, so no
         // padding) follow on from the last one seen.
         if let last = offsets.last, !bitRatesVary, !sizesVary, let size = uniformSize, Self.needsNoPadding(first, size) {
@@ -566,8 +578,10 @@ struct MP3StreamParser: StreamFormatParser {
         return estimated(from + Int((Double(target - seen) * average).rounded()))
     }
 
-    /// Frames a seek point starts before the frame asked for, in layer III.
-    static let prerollFrames = 10
+    /// Frames a seek point starts before the frame asked for, in layer III: as many as
+    /// `MP3Decoder` has libmpg123 decode before the frame it seeks to (fewer leave the
+    /// decoder's state a rounding error away from the file decoder's).
+    static let prerollFrames = 12
 
     /// Whether frames of `size` bytes at this header's rate are exact (no padding slot needed).
     private static func needsNoPadding(_ header: MPEGAudioHeader, _ size: Int) -> Bool {
