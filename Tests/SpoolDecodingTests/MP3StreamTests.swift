@@ -56,6 +56,73 @@ private func decodeLive(_ bytes: [UInt8], _ pieces: Pieces) throws -> (samples: 
     return (box.samples, decoder.warnings)
 }
 
+/// What a parser said at `readyToProducePackets`, and everything it reported.
+private struct ReadySnapshot {
+    var duration: StreamDuration?
+    var packetCount: Int?
+    var byteCount: Int?
+    var bitRate: Int?
+    var durations: [StreamDuration] = []
+}
+
+/// Feeds `bytes` in `pieces` and notes what the parser knew when it was ready.
+private func snapshot(_ bytes: [UInt8], _ pieces: Pieces = .whole) throws -> (ready: ReadySnapshot, parser: StreamParser) {
+    final class Box { var snapshot = ReadySnapshot(); var parser: StreamParser? }
+    let box = Box()
+    let parser = StreamParser(propertyListener: { property in
+        guard let parser = box.parser else { return }
+        if property == .readyToProducePackets {
+            box.snapshot.duration = parser.duration
+            box.snapshot.packetCount = parser.audioDataPacketCount
+            box.snapshot.byteCount = parser.audioDataByteCount
+            box.snapshot.bitRate = parser.bitRate
+        }
+        if property == .duration, let duration = parser.duration { box.snapshot.durations.append(duration) }
+    }, packets: { _ in })
+    box.parser = parser
+    for range in pieces.ranges(bytes.count) { try parser.parse(bytes[range]) }
+    try parser.finish()
+    return (box.snapshot, parser)
+}
+
+/// Writes `bytes` to a temporary file for the file decoder.
+private func temporaryFile(_ bytes: [UInt8], _ name: String) throws -> String {
+    let path = NSTemporaryDirectory() + "spool-mp3-stream-\(getpid())-\(name).mp3"
+    try Data(bytes).write(to: URL(fileURLWithPath: path))
+    return path
+}
+
+/// Bytes from a seeded generator, with no 0xFF (so no frame header can start in them).
+private func garbage(_ count: Int, seed: UInt64) -> [UInt8] {
+    var generator = SplitMix(seed: seed)
+    return (0..<count).map { _ in UInt8(truncatingIfNeeded: generator.next() % 255) }
+}
+
+/// The stream decode and the file decode of the same bytes agree: samples, warnings, and
+/// (when the file decoder refuses the bytes) both refuse them.
+private func expectAgreement(_ bytes: [UInt8], _ label: String, pieces: [Pieces] = Pieces.all) throws {
+    let path = try temporaryFile(bytes, label)
+    defer { try? FileManager.default.removeItem(atPath: path) }
+    let reference: (samples: [Float], warnings: [DecodeWarning])?
+    do {
+        let decoded = try StreamFeeding.fileDecode(path)
+        reference = (decoded.samples, decoded.warnings)
+    } catch {
+        reference = nil
+    }
+    for piece in pieces {
+        guard let reference else {
+            #expect(throws: AudioError.self, "\(label), \(piece): the file decoder refuses these bytes") {
+                _ = try StreamFeeding.decode(bytes, piece)
+            }
+            continue
+        }
+        let decoded = try StreamFeeding.decode(bytes, piece)
+        #expect(decoded.samples == reference.samples, "\(label), \(piece): \(decoded.samples.count) vs \(reference.samples.count) samples")
+        #expect(decoded.warnings == reference.warnings, "\(label), \(piece)")
+    }
+}
+
 /// Feeds `bytes[..<fed]`, seeks to `frame`, feeds from the seek point with a discontinuity
 /// and decodes what follows through a `StreamDecoder` told the point.
 private func seekAndDecode(_ bytes: [UInt8], fed: Int, frame: Int, sampleRate: Double) throws -> (point: StreamSeekPoint, samples: [Float], packets: [StreamPacket]) {
@@ -143,5 +210,82 @@ struct MP3StreamTests {
             #expect(difference == 0, "\(name) at \(frame): largest difference \(difference)")
         }
         print("MP3 stream seek \(name): samples equal the file decoder's seek; largest difference from the whole decode \(worstFromWhole)")
+    }
+
+    @Test("properties come before packets, in the documented order, and agree with the file", arguments: mp3Files)
+    func properties(_ name: String) throws {
+        let path = Fixtures.path(name)
+        let bytes = try StreamFeeding.bytes(path)
+        let recording = try StreamFeeding.record(bytes, .random(seed: 3, maximum: 300))
+        let parser = recording.parser
+        #expect(recording.packetsBeforeReady == 0)
+        let ready = try #require(recording.properties.firstIndex(of: .readyToProducePackets))
+        let before = Array(recording.properties[..<ready])
+        #expect(before == StreamProperty.allCases.filter(before.contains), "\(before)")
+        #expect(before.first == .fileFormat)
+        #expect(recording.properties.filter { $0 == .readyToProducePackets }.count == 1)
+        let (stream, offsets) = try mpegFrames(path)
+        let file = try StreamFeeding.fileDecode(path).decoder
+        #expect(parser.fileFormat == .mp3)
+        #expect(parser.dataFormat == StreamDataFormat(sampleRate: Double(stream.header.sampleRate), channelCount: stream.header.channelCount,
+                                                      codec: .mpeg(layer: stream.header.layer),
+                                                      framesPerPacket: stream.header.samplesPerFrame, bytesPerPacket: 0))
+        #expect(parser.magicCookie == nil)
+        #expect(parser.dataOffset == offsets.first)
+        #expect(parser.audioDataByteCount == stream.audioBytes)
+        #expect(parser.audioDataPacketCount == stream.audioFrames)
+        #expect(parser.bitRate == file.info.bitRate)
+        #expect(parser.tags == file.info.tags)
+        #expect(parser.maximumPacketSize == recording.packets.map(\.bytes.count).max())
+        #expect(parser.duration?.basis == .frameCount)
+        #expect(parser.duration?.frames == Int(file.frameCount))
+        #expect(recording.packets.map(\.startFrame) == recording.packets.indices.map { $0 * stream.header.samplesPerFrame })
+        if let info = stream.infoFrame {
+            #expect(parser.packetTableInfo?.primingFrames == min(stream.audioFrames * stream.header.samplesPerFrame, info.startTrim))
+            #expect(parser.packetTableInfo?.validFrames == Int(file.frameCount))
+        } else {
+            #expect(parser.packetTableInfo == nil)
+        }
+    }
+
+    @Test("duration: exact from a header frame's count, from bytes at a constant rate, otherwise an estimate until the end")
+    func durationRules() throws {
+        // Xing/LAME frame count: exact from the start.
+        let lame = try snapshot(try StreamFeeding.bytes(Fixtures.path("mp3/lame-44100-stereo-vbr.mp3")), .single)
+        #expect(lame.ready.duration == StreamDuration(frames: 8820, seconds: 0.2, basis: .frameCount))
+        #expect(lame.ready.packetCount == 9)
+        // VBRI frame count.
+        let vbri = try snapshot(try StreamFeeding.bytes(Fixtures.path("mp3/vbri-vbr-id3v1.mp3")))
+        #expect(vbri.ready.duration?.basis == .frameCount)
+        #expect(vbri.ready.duration?.frames == 10368)
+        // CBR without a header frame: an estimate, refined, exact at the end.
+        let cbr = try snapshot(try StreamFeeding.bytes(Fixtures.path("mp3/base-44100-stereo-cbr.mp3")), .random(seed: 5, maximum: 600))
+        #expect(cbr.ready.duration?.basis == .estimate)
+        #expect(cbr.ready.packetCount == nil)
+        #expect(cbr.ready.durations.count > 2)
+        #expect(cbr.ready.durations.dropLast().allSatisfy { $0.isEstimated })
+        #expect(cbr.parser.duration == StreamDuration(frames: 10368, seconds: 10368 / 44100, basis: .frameCount))
+        // A header frame with the byte count alone: CBR gives byte count and bit rate.
+        var info = try StreamFeeding.bytes(Fixtures.path("mp3/ffmpeg-16000-mono.mp3"))
+        let header = try #require(MPEGAudioHeader(info))
+        let xing = 4 + header.sideInfoBytes
+        #expect(info.matches("Info", at: xing))
+        let total = info.count
+        info.replaceSubrange((xing + 4)..<(xing + 12), with: [0, 0, 0, 2] + (0..<4).map { UInt8(truncatingIfNeeded: total >> (24 - 8 * $0)) })
+        for i in (xing + 12)..<header.frameBytes { info[i] = 0 }
+        let bytesOnly = try snapshot(info)
+        let audioBytes = total - header.frameBytes
+        #expect(bytesOnly.ready.duration?.basis == .byteCountAndBitRate)
+        #expect(bytesOnly.ready.byteCount == audioBytes)
+        let audioRate = try #require(MPEGAudioHeader(info, at: header.frameBytes)).bitRate
+        let expected = Double(audioBytes) * 8 / Double(audioRate)
+        #expect(abs((bytesOnly.ready.duration?.seconds ?? 0) - expected) < 1e-9)
+        #expect(bytesOnly.parser.duration?.basis == .frameCount)
+        try expectAgreement(info, "info-bytes-only", pieces: [.whole, .single])
+        // The same as Xing (a VBR header): an estimate.
+        info.replaceSubrange(xing..<(xing + 4), with: Array("Xing".utf8))
+        let vbrBytesOnly = try snapshot(info)
+        #expect(vbrBytesOnly.ready.duration?.basis == .estimate)
+        #expect(vbrBytesOnly.parser.duration?.basis == .frameCount)
     }
 }
