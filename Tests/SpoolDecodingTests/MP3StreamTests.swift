@@ -288,4 +288,90 @@ struct MP3StreamTests {
         #expect(vbrBytesOnly.ready.duration?.basis == .estimate)
         #expect(vbrBytesOnly.parser.duration?.basis == .frameCount)
     }
+
+    @Test("garbage before, inside and after the frames is skipped and reported as the file decoder reports it")
+    func garbageAnywhere() throws {
+        let path = Fixtures.path("mp3/lame-44100-stereo-vbr.mp3")
+        let bytes = try StreamFeeding.bytes(path)
+        let offsets = try mpegFrames(path).offsets
+        let noise = garbage(333, seed: 11)
+        let cases: [(String, [UInt8])] = [
+            ("before", noise + bytes),
+            ("between", Array(bytes[..<offsets[4]]) + noise + Array(bytes[offsets[4]...])),
+            ("over-a-frame", Array(bytes[..<(offsets[3] + 40)]) + noise + Array(bytes[(offsets[3] + 40 + noise.count)...])),
+            ("after", bytes + noise),
+            ("zeros-after", bytes + [UInt8](repeating: 0, count: 500)),
+            ("zeros-between", Array(bytes[..<offsets[6]]) + [UInt8](repeating: 0, count: 50) + Array(bytes[offsets[6]...])),
+            ("after-then-id3v1", bytes + noise + Array("TAG".utf8) + [UInt8](repeating: 0x41, count: 125)),
+            ("between-then-tag", Array(bytes[..<offsets[5]]) + noise + Array("TAG".utf8) + [UInt8](repeating: 0x42, count: 125)
+                + Array(bytes[offsets[5]...])),
+            ("three-bytes-after", bytes + [1, 2, 3]),
+            ("header-cut-after", bytes + [0xFF, 0xFB]),
+        ]
+        for (label, damaged) in cases {
+            try expectAgreement(damaged, label)
+        }
+        // Damage in the middle is reported where it is.
+        let decoded = try StreamFeeding.decode(cases[1].1, .random(seed: 8, maximum: 64))
+        #expect(decoded.warnings.map(\.kind) == [.skippedCorruptData])
+    }
+
+    @Test("streams cut anywhere decode as the file decoder decodes the same bytes, or fail as it does")
+    func truncatedAnywhere() throws {
+        for name in ["mp3/lame-44100-stereo-vbr.mp3", "mp3/base-16000-mono-vbr.mp3", "mp2-48000-stereo.mp2", "mp3/vbri-mpeg2.mp3"] {
+            let bytes = try StreamFeeding.bytes(Fixtures.path(name))
+            for cut in stride(from: 1, to: bytes.count, by: 97) {
+                try expectAgreement(Array(bytes[..<cut]), "\(name.replacingOccurrences(of: "/", with: "-"))-\(cut)",
+                                    pieces: [.whole, .random(seed: UInt64(cut), maximum: 200)])
+            }
+        }
+    }
+
+    @Test("a header frame claiming absurd counts is believed only as far as the frames go")
+    func absurdHeaderFrame() throws {
+        let path = Fixtures.path("broken/huge-xing.mp3")
+        let bytes = try StreamFeeding.bytes(path)
+        let (ready, parser) = try snapshot(bytes, .random(seed: 1, maximum: 100))
+        let file = try StreamFeeding.fileDecode(path)
+        #expect((ready.packetCount ?? 0) > 1_000_000)
+        #expect(ready.duration?.basis == .frameCount)
+        #expect(parser.audioDataPacketCount == (try mpegFrames(path)).stream.audioFrames)
+        #expect(parser.duration?.frames == Int(file.decoder.frameCount))
+        let decoded = try StreamFeeding.decode(bytes, .single)
+        #expect(decoded.samples == file.samples)
+        #expect(decoded.warnings == file.warnings)
+        #expect(decoded.warnings.map(\.kind) == [.truncated])
+        // Seeking into the claimed hours before the end: an estimate, no trap.
+        let early = StreamParser(packets: { _ in })
+        try early.parse(bytes.prefix(3000))
+        let point = try early.seek(toTime: 3600)
+        #expect(point.isEstimated)
+        #expect(point.byteOffset >= 0)
+    }
+
+    @Test("empty, foreign and header-only input gets a clear error")
+    func badInput() throws {
+        #expect(throws: AudioError.self) { try StreamParser(packets: { _ in }).finish() }
+        do {
+            try StreamParser(packets: { _ in }).finish()
+        } catch let error as AudioError {
+            #expect(error.code == .emptyInput)
+        }
+        for name in ["broken/empty.mp3", "broken/text.mp3", "broken/random.bin"] {
+            let bytes = try StreamFeeding.bytes(Fixtures.path(name))
+            #expect(throws: AudioError.self, "\(name)") { _ = try StreamFeeding.record(bytes, .whole, typeHint: "mp3") }
+        }
+        // The header frame and nothing after it.
+        let lame = try StreamFeeding.bytes(Fixtures.path("mp3/lame-44100-stereo-vbr.mp3"))
+        let header = try #require(MPEGAudioHeader(lame))
+        do {
+            _ = try StreamFeeding.record(Array(lame.prefix(header.frameBytes)), .single)
+            Issue.record("a header frame alone was accepted")
+        } catch let error as AudioError {
+            #expect(error.code == .corruptData)
+            #expect(error.message.contains("header frame"))
+        }
+        // A frame header and a few bytes of its frame.
+        #expect(throws: AudioError.self) { _ = try StreamFeeding.record(Array(lame[417..<430]), .whole) }
+    }
 }
