@@ -123,6 +123,30 @@ private func expectAgreement(_ bytes: [UInt8], _ label: String, pieces: [Pieces]
     }
 }
 
+/// A long VBR stream: the audio frames of `lame-44100-stereo-vbr.mp3` repeated `times`
+/// times behind a Xing/LAME header frame whose counts and table of contents are made as
+/// LAME makes them (the byte of each percent of the duration, in 256ths of the bytes).
+private func longVBR(times: Int) throws -> (bytes: [UInt8], offsets: [Int]) {
+    let path = Fixtures.path("mp3/lame-44100-stereo-vbr.mp3")
+    let source = try StreamFeeding.bytes(path)
+    let (stream, frameOffsets) = try mpegFrames(path)
+    var header = Array(source[..<stream.audioStart])
+    let audio = Array(source[stream.audioStart..<stream.audioEnd])
+    var offsets: [Int] = []
+    for k in 0..<times { offsets += frameOffsets.map { header.count + k * audio.count + $0 - stream.audioStart } }
+    let total = header.count + times * audio.count
+    let frames = offsets.count
+    let xing = 4 + stream.header.sideInfoBytes
+    func put(_ value: Int, at i: Int) { for b in 0..<4 { header[i + b] = UInt8(truncatingIfNeeded: value >> (24 - 8 * b)) } }
+    #expect(MP3Tags.bigEndian(header, xing + 4, bytes: 4) & 7 == 7)
+    put(frames, at: xing + 8)
+    put(total, at: xing + 12)
+    for percent in 0..<100 {
+        header[xing + 16 + percent] = UInt8(min(255, offsets[percent * frames / 100] * 256 / total))
+    }
+    return (header + (0..<times).flatMap { _ in audio }, offsets)
+}
+
 /// Feeds `bytes[..<fed]`, seeks to `frame`, feeds from the seek point with a discontinuity
 /// and decodes what follows through a `StreamDecoder` told the point.
 private func seekAndDecode(_ bytes: [UInt8], fed: Int, frame: Int, sampleRate: Double) throws -> (point: StreamSeekPoint, samples: [Float], packets: [StreamPacket]) {
@@ -373,5 +397,73 @@ struct MP3StreamTests {
         }
         // A frame header and a few bytes of its frame.
         #expect(throws: AudioError.self) { _ = try StreamFeeding.record(Array(lame[417..<430]), .whole) }
+    }
+
+    @Test("a CBR seek past the packets seen is exact where frames have one size, an estimate where padding varies")
+    func seekUnseenCBR() throws {
+        for name in ["mp3-48000-stereo-notag.mp3", "mp2-48000-stereo.mp2"] {
+            let path = Fixtures.path(name)
+            let bytes = try StreamFeeding.bytes(path)
+            let file = try openDecoder(.file(path: path))
+            let total = Int(file.frameCount)
+            let fed = try mpegFrames(path).offsets[4] + 4
+            for frame in [total / 2, total * 3 / 4, total - 1] {
+                let (point, samples, _) = try seekAndDecode(bytes, fed: fed, frame: frame, sampleRate: file.format.sampleRate)
+                #expect(!point.isEstimated, "\(name) at \(frame)")
+                #expect(samples == (try fileSamples(path, from: frame)), "\(name) at \(frame)")
+            }
+        }
+        // 128 kbit/s at 44.1 kHz pads some frames: past what was seen, the offset is estimated.
+        let path = Fixtures.path("mp3/base-44100-stereo-cbr.mp3")
+        let bytes = try StreamFeeding.bytes(path)
+        let (point, samples, packets) = try seekAndDecode(bytes, fed: 1800, frame: 8000, sampleRate: 44100)
+        #expect(point.isEstimated)
+        let offsets = try mpegFrames(path).offsets
+        let landed = try #require(offsets.firstIndex { $0 >= point.byteOffset })
+        #expect(abs(landed * 1152 - 8000) <= 1152, "landed on frame \(landed)")
+        #expect(packets.first?.byteOffset == offsets[landed])
+        #expect(!samples.isEmpty)
+    }
+
+    @Test("a VBR seek through the Xing table of contents lands within 1 % of the duration")
+    func seekThroughTOC() throws {
+        let (bytes, offsets) = try longVBR(times: 40)
+        let path = try temporaryFile(bytes, "long-vbr")
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let file = try openDecoder(.file(path: path))
+        #expect(try StreamFeeding.decode(bytes, .random(seed: 2, maximum: 4096)).samples == file.decodeAll().samples)
+        let total = Int(file.frameCount)
+        var worst = 0.0
+        for fraction in [0.1, 0.25, 0.333, 0.5, 0.77, 0.95] {
+            let frame = Int(Double(total) * fraction)
+            let (point, samples, packets) = try seekAndDecode(bytes, fed: 2000, frame: frame, sampleRate: 44100)
+            #expect(point.isEstimated)
+            let landed = try #require(offsets.firstIndex { $0 >= point.byteOffset })
+            #expect(packets.first?.byteOffset == offsets[landed])
+            let error = Double(abs(landed * 1152 - 1105 - frame)) / Double(total)
+            worst = max(worst, error)
+            #expect(error <= 0.01, "at \(fraction): landed on frame \(landed), \(error * 100) % off")
+            #expect(abs(samples.count / 2 - (total - frame)) <= total / 100 + 1152)
+        }
+        print("MP3 stream TOC seek: worst landing \(worst * 100) % of the duration off (\(total) frames)")
+        // The fixtures' own tables: Xing (9 frames) and VBRI.
+        for name in ["mp3/lame-44100-stereo-vbr.mp3", "mp3/vbri-vbr-id3v1.mp3", "mp3/vbri-mpeg2.mp3"] {
+            let path = Fixtures.path(name)
+            let bytes = try StreamFeeding.bytes(path)
+            let offsets = try mpegFrames(path).offsets
+            let parser = StreamParser(packets: { _ in })
+            try parser.parse(bytes.prefix(offsets[3]))
+            let spf = parser.dataFormat?.framesPerPacket ?? 1152
+            let priming = parser.packetTableInfo?.primingFrames ?? 0
+            var errors: [Int] = []
+            for index in [offsets.count / 2, offsets.count - 1] {
+                let point = try parser.seek(toTime: Double(index * spf - priming + 1) / (parser.dataFormat?.sampleRate ?? 1))
+                #expect(point.isEstimated, "\(name)")
+                let landed = offsets.firstIndex { $0 >= point.byteOffset } ?? offsets.count
+                errors.append(landed - index)
+            }
+            #expect(errors.allSatisfy { abs($0) <= 1 }, "\(name): landed \(errors) frames off")
+            print("MP3 stream table seek \(name): landed \(errors) frames off")
+        }
     }
 }
