@@ -466,4 +466,31 @@ struct MP3StreamTests {
             print("MP3 stream table seek \(name): landed \(errors) frames off")
         }
     }
+
+    @Test("megabytes of damage, an unterminated Lyrics3 tag and a tag claiming 200 MB, fed a byte at a time")
+    func hostileInOneBytePieces() throws {
+        let lame = try StreamFeeding.bytes(Fixtures.path("mp3/lame-44100-stereo-vbr.mp3"))
+        let offsets = try mpegFrames(Fixtures.path("mp3/lame-44100-stereo-vbr.mp3")).offsets
+        let front = Array(lame[..<offsets[5]]), back = Array(lame[offsets[5]...])
+        let lyrics = Array("LYRICSBEGIN".utf8) + [UInt8](repeating: 0x20, count: 1_200_000)
+        let bigTag: [UInt8] = Array("ID3".utf8) + [4, 0, 0, 0x60, 0, 0, 0]  // 200 MB, synchsafe
+        let cases: [(String, [UInt8])] = [
+            ("damage", front + garbage(1_500_000, seed: 4) + back),
+            ("lyrics", front + lyrics + back),
+            ("big-tag", front + bigTag + back),
+        ]
+        for (label, bytes) in cases {
+            final class Count { var packets = 0 }
+            let count = Count()
+            let parser = StreamParser(packets: { count.packets += $0.count })
+            let start = ContinuousClock.now
+            try bytes.withUnsafeBytes { raw in
+                for i in 0..<raw.count { try parser.parse(UnsafeRawBufferPointer(rebasing: raw[i..<(i + 1)])) }
+            }
+            try parser.finish()
+            print("MP3 stream \(label): \(bytes.count) bytes a byte at a time in \(ContinuousClock.now - start), \(count.packets) packets")
+            #expect(count.packets >= 4, "\(label)")
+            try expectAgreement(bytes, label, pieces: [.whole, .random(seed: 9, maximum: 5000)])
+        }
+    }
 }

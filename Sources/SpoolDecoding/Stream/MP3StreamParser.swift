@@ -52,7 +52,7 @@ struct MP3StreamParser: StreamFormatParser {
     private var inFront = true
     private var held: Frame?
     private var garbage: Garbage?
-    private var lyrics: MP3StreamScan.LyricsSearch?
+    private var lyrics: MP3LyricsSearch?
     /// A last frame the stream ends inside: nothing after it is parsed.
     private var truncatedAt: Int?
     /// Damage to report with the next packet.
@@ -117,9 +117,8 @@ struct MP3StreamParser: StreamFormatParser {
     /// Finds the first chain of frames (at the start: the tags in front first; after a
     /// discontinuity: frames that continue the stream's).
     private mutating func search(_ input: inout StreamInput, _ events: inout StreamEvents) -> Bool {
-        let scan = MP3StreamScan(input: input)
         if inFront, first == nil, input.count > 0, input[0] == UInt8(ascii: "I") || input[0] == UInt8(ascii: "A") {
-            switch scan.tagSize(at: 0, lyrics: &lyrics) {
+            switch input.mp3TagSize(at: 0, lyrics: &lyrics) {
             case .more: return false
             case .yes(let size):
                 guard readTag(&input, &events, size: size, front: true) else { return false }
@@ -130,7 +129,7 @@ struct MP3StreamParser: StreamFormatParser {
         var i = 0
         while i < input.count {
             if input[i] == 0xFF {
-                switch scan.chainStarts(at: i, continuing: first, lyrics: &lyrics) {
+                switch input.mpegChainStarts(at: i, continuing: first, lyrics: &lyrics) {
                 case .more:
                     if i > 0 { inFront = false }
                     input.consume(i)
@@ -176,8 +175,7 @@ struct MP3StreamParser: StreamFormatParser {
     /// The audio frames and what lies between them.
     private mutating func audio(_ input: inout StreamInput, _ events: inout StreamEvents) -> Bool {
         guard input.count > 0, let first else { return false }
-        let scan = MP3StreamScan(input: input)
-        switch scan.header(at: 0, continuing: first) {
+        switch input.mpegHeader(at: 0, continuing: first) {
         case .more: return false
         case .yes(let header):
             guard input.count >= header.frameBytes else {
@@ -194,9 +192,11 @@ struct MP3StreamParser: StreamFormatParser {
             return true
         case .no: break
         }
-        switch scan.tagSize(at: 0, lyrics: &lyrics) {
+        switch input.mp3TagSize(at: 0, lyrics: &lyrics) {
         case .more: return false
         case .yes(let size):
+            // Its text first: a tag cut off by the end of the stream is damage after all.
+            if input.count < min(size, MP3Tags.textBytesLimit) && !input.isFinished { return false }
             // A frame followed by a tag is whole; one followed by damage, then tags, may not be.
             if garbage == nil, let held {
                 emit(held, &events)
@@ -213,13 +213,12 @@ struct MP3StreamParser: StreamFormatParser {
     /// Looks through bytes that are neither frame nor tag for the next chain of frames or tag.
     private mutating func resync(_ input: inout StreamInput, _ events: inout StreamEvents) -> Bool {
         guard var g = garbage, let first else { return false }
-        let scan = MP3StreamScan(input: input)
         var c = g.cursor - input.offset
         while c < input.count {
             let byte = input[c]
             switch byte {
             case 0xFF:
-                switch scan.chainStarts(at: c, continuing: first, lyrics: &lyrics) {
+                switch input.mpegChainStarts(at: c, continuing: first, lyrics: &lyrics) {
                 case .more:
                     return wait(&g, at: c, &input)
                 case .yes:
@@ -229,7 +228,7 @@ struct MP3StreamParser: StreamFormatParser {
                 case .no: break
                 }
             case UInt8(ascii: "A"):
-                guard let head = scan.bytes(at: c, count: APETagFrame.size) else {
+                guard let head = input.mp3Bytes(at: c, count: APETagFrame.size) else {
                     if !input.isFinished, "APETAGEX".utf8.starts(with: input.held.dropFirst(c).prefix(8)) {
                         return wait(&g, at: c, &input)
                     }
@@ -255,7 +254,7 @@ struct MP3StreamParser: StreamFormatParser {
                 }
                 if found.isHeader { return ranInto(tagAt: c, &g, &input) }
             case UInt8(ascii: "I"), UInt8(ascii: "T"), UInt8(ascii: "L"):
-                switch scan.tagSize(at: c, lyrics: &lyrics) {
+                switch input.mp3TagSize(at: c, lyrics: &lyrics) {
                 case .more: return wait(&g, at: c, &input)
                 case .yes: return ranInto(tagAt: c, &g, &input)
                 case .no: break
