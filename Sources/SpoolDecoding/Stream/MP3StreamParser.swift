@@ -45,6 +45,8 @@ struct MP3StreamParser: StreamFormatParser {
     /// The first frame's header; every audio frame continues it.
     private var first: MPEGAudioHeader?
     private var firstFrameOffset = 0
+    /// Offset of the first audio frame.
+    private var dataOffset = 0
     private var info: MPEGInfoFrame?
     /// Still looking for a chain of frames: at the start, or after a discontinuity.
     private var searching = true
@@ -98,6 +100,7 @@ struct MP3StreamParser: StreamFormatParser {
 
     // MARK: - Parsing
 
+    /// Parses the held bytes: frames become packets as what follows them arrives.
     mutating func parse(_ input: inout StreamInput, _ events: inout StreamEvents) throws {
         while try step(&input, &events) {}
         refine(input, &events)
@@ -392,6 +395,7 @@ struct MP3StreamParser: StreamFormatParser {
                                                                codec: .mpeg(layer: first.layer), framesPerPacket: samples,
                                                                bytesPerPacket: 0))
         events.set(.tags, \.tags, combinedTags)
+        dataOffset = offset
         events.set(.dataOffset, \.dataOffset, offset)
         if let info {
             claimedFrames = info.frames
@@ -427,7 +431,6 @@ struct MP3StreamParser: StreamFormatParser {
 
     /// An estimated duration: the header frame's byte count, or the bytes so far, at `bitRate`.
     private func estimate(_ input: StreamInput, bitRate: Int) -> StreamDuration {
-        let dataOffset = offsets.first ?? firstFrameOffset
         let bytes = claimedAudioBytes ?? max(0, input.offset + input.count - dataOffset)
         return StreamDuration(frames: nil, seconds: Double(bytes) * 8 / Double(max(1, bitRate)), basis: .estimate)
     }
@@ -436,7 +439,7 @@ struct MP3StreamParser: StreamFormatParser {
     private static func bitRate(bytes: Int, frames: Int, sampleRate: Int) -> Int {
         guard frames > 0 else { return 0 }
         let rate = Double(bytes) * 8 * Double(sampleRate) / Double(frames)
-        return Int(min(rate.rounded(), 1e12))
+        return rate.isFinite ? Int(min(rate.rounded(), 1e12)) : 0
     }
 
     /// After each piece: the bit rate, largest packet and estimated duration the packets so far give.
@@ -453,6 +456,11 @@ struct MP3StreamParser: StreamFormatParser {
 
     // MARK: - The end
 
+    /// Decides what the end leaves open (damage that ran to the end, a last frame cut short,
+    /// whether the header frame's padding is at this end), hands out the last packets and
+    /// makes the counts exact.
+    /// - Throws: `.unsupportedFormat` when no frame was found, `.corruptData` for a header
+    ///   frame with no audio frame after it.
     mutating func finish(_ input: inout StreamInput, _ events: inout StreamEvents) throws {
         guard let first else {
             throw AudioError(.unsupportedFormat, "no MPEG audio frame found in the stream")
@@ -533,6 +541,9 @@ struct MP3StreamParser: StreamFormatParser {
 
     // MARK: - Seeking
 
+    /// Where to feed from to play `frame`: exact from the packets seen or for CBR frames of
+    /// one size, a few frames early so the decoder has the bit reservoir; estimated through
+    /// the Xing or VBRI table, or the average frame size, otherwise.
     func seekPoint(toFrame frame: Int, _ properties: StreamProperties) throws -> StreamSeekPoint {
         guard let first, let dataOffset = properties.dataOffset else {
             throw AudioError(.invalidState, "the MP3 stream has no audio frame to seek by yet")
@@ -560,10 +571,10 @@ struct MP3StreamParser: StreamFormatParser {
         // padding) follow on from the last one seen.
         if let last = offsets.last, !bitRatesVary, !sizesVary, let size = uniformSize, Self.needsNoPadding(first, size) {
             if start < offsets.count { return exact(offsets[start], start) }
-            return exact(last + (start - (offsets.count - 1)) * size, start)
+            return exact(Self.offset(last, plus: start - (offsets.count - 1), times: Double(size)), start)
         }
         if offsets.isEmpty, Self.needsNoPadding(first, first.frameBytes), info?.kind != .xing, info?.kind != .vbri {
-            return exact(dataOffset + start * first.frameBytes, start)
+            return exact(Self.offset(dataOffset, plus: start, times: Double(first.frameBytes)), start)
         }
         if let info, let claimed = info.frames, claimed > 0, let position = Self.tableOffset(info, untrimmed: untrimmed,
                                                                                            frames: claimed, samples: samples) {
@@ -574,7 +585,14 @@ struct MP3StreamParser: StreamFormatParser {
         let average = packets > 0 ? Double(packetBytes) / Double(packets) : Double(first.frameBytes)
         let from = offsets.last ?? dataOffset
         let seen = max(0, offsets.count - 1)
-        return estimated(from + Int((Double(target - seen) * average).rounded()))
+        return estimated(Self.offset(from, plus: target - seen, times: average))
+    }
+
+    /// `base` plus `count` frames of `size` bytes, clamped far below overflow (a seek far
+    /// past a stream's end finds no frame there, and says so by giving no packet).
+    private static func offset(_ base: Int, plus count: Int, times size: Double) -> Int {
+        let bytes = (Double(count) * size).rounded()
+        return base + Int(max(0, min(bytes, Double(Int.max / 4))))
     }
 
     /// Frames a seek point starts before the frame asked for, in layer III: as many as
@@ -621,6 +639,9 @@ struct MP3StreamParser: StreamFormatParser {
         return low < offsets.count && offsets[low] == offset ? low : nil
     }
 
+    /// Drops the frame held and any damage being looked through, and finds the next chain of
+    /// frames; its packets are numbered from an exact seek point's frame, or from a frame seen
+    /// before at the same offset.
     mutating func discontinuity(at point: StreamSeekPoint?) {
         held = nil
         garbage = nil

@@ -10,11 +10,11 @@ internal import CMPG123
 /// on the way to a packet comes with it and is reported as the file decoder reports it.
 final class MPEGPacketDecoder: StreamPacketDecoder {
     private let handle: MPG123Handle
+    /// The format the parser read from the first frame; libmpg123 must agree.
     private let sampleRate: Int
     private let channelCount: Int
+    /// The damage the parser skipped, in stream order.
     private(set) var warnings: [DecodeWarning] = []
-    /// Packets decoded since the last reset, for the error messages.
-    private var decoded = 0
 
     /// Makes a decoder for packets of `dataFormat`.
     /// - Throws: `.libraryFailure` when libmpg123 cannot be set up.
@@ -32,6 +32,9 @@ final class MPEGPacketDecoder: StreamPacketDecoder {
         try handle.check(mpg123_open_feed(handle.raw))
     }
 
+    /// Feeds the packet's frame to libmpg123 and appends the samples it decodes.
+    /// - Throws: `.corruptData` for a frame libmpg123 refuses, `.formatChanged` for one
+    ///   that changes the rate or channels.
     func decode(_ packet: StreamPacket, into output: inout [Float]) throws -> Int {
         warnings += packet.damage
         guard !packet.bytes.isEmpty else { return 0 }
@@ -61,7 +64,6 @@ final class MPEGPacketDecoder: StreamPacketDecoder {
                                      + "to \(rate) Hz, \(channels) ch at byte \(packet.byteOffset)")
                 }
             case Int32(MPG123_NEED_MORE.rawValue), Int32(MPG123_DONE.rawValue):
-                decoded += 1
                 return frames
             default:
                 let text = String(cString: mpg123_strerror(handle.raw))
@@ -71,10 +73,11 @@ final class MPEGPacketDecoder: StreamPacketDecoder {
         }
     }
 
+    /// Forgets the frames before (their bytes and the bit reservoir): the next packet
+    /// follows a discontinuity.
     func reset() {
         // A fresh feed forgets the bytes and the decoder state of the frames before.
         mpg123_close(handle.raw)
         _ = mpg123_open_feed(handle.raw)
-        decoded = 0
     }
 }
