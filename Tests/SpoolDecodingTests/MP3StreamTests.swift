@@ -287,6 +287,10 @@ struct MP3StreamTests {
         #expect(cbr.ready.duration?.basis == .estimate)
         #expect(cbr.ready.packetCount == nil)
         #expect(cbr.ready.durations.count > 2)
+        // Refined as packets arrive, not byte by byte.
+        let single = try snapshot(try StreamFeeding.bytes(Fixtures.path("mp3/base-44100-stereo-cbr.mp3")), .single)
+        #expect(single.ready.durations.count <= 9 + 2)
+        #expect(single.ready.durations.map(\.seconds) == single.ready.durations.map(\.seconds).sorted())
         #expect(cbr.ready.durations.dropLast().allSatisfy { $0.isEstimated })
         #expect(cbr.parser.duration == StreamDuration(frames: 10368, seconds: 10368 / 44100, basis: .frameCount))
         // A header frame with the byte count alone: CBR gives byte count and bit rate.

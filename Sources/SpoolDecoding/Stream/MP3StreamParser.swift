@@ -92,6 +92,8 @@ struct MP3StreamParser: StreamFormatParser {
     private var exceeded = false
     private var durationRule = DurationRule.estimate
     private var statedBitRate: Int?
+    /// The packets there were when the estimates were last refined.
+    private var refinedAt = 0
 
     /// Makes the parser of a stream whose leading ID3v2 tags (their text, `tags`) were skipped.
     init(leadingTags tags: AudioTags) throws {
@@ -431,7 +433,8 @@ struct MP3StreamParser: StreamFormatParser {
 
     /// An estimated duration: the header frame's byte count, or the bytes so far, at `bitRate`.
     private func estimate(_ input: StreamInput, bitRate: Int) -> StreamDuration {
-        let bytes = claimedAudioBytes ?? max(0, input.offset + input.count - dataOffset)
+        let seen = held.map { $0.offset + $0.bytes.count } ?? max(audioEnd, input.offset)
+        let bytes = claimedAudioBytes ?? max(0, seen - dataOffset)
         return StreamDuration(frames: nil, seconds: Double(bytes) * 8 / Double(max(1, bitRate)), basis: .estimate)
     }
 
@@ -444,7 +447,8 @@ struct MP3StreamParser: StreamFormatParser {
 
     /// After each piece: the bit rate, largest packet and estimated duration the packets so far give.
     private mutating func refine(_ input: StreamInput, _ events: inout StreamEvents) {
-        guard events.properties.readyToProducePackets, let first, !discontinuous else { return }
+        guard events.properties.readyToProducePackets, let first, !discontinuous, packets != refinedAt else { return }
+        refinedAt = packets
         var bitRate = events.properties.bitRate ?? first.bitRate
         if statedBitRate == nil, bitRatesVary, packets > 0 {
             bitRate = Self.bitRate(bytes: packetBytes, frames: packets * first.samplesPerFrame, sampleRate: first.sampleRate)
