@@ -497,4 +497,29 @@ struct MP3StreamTests {
             try expectAgreement(bytes, label, pieces: [.whole, .random(seed: 9, maximum: 5000)])
         }
     }
+
+    @Test("a discontinuity without a seek: the frames after the gap are found again, not numbered")
+    func discontinuityWithoutSeek() throws {
+        for name in ["mp3/lame-44100-stereo-vbr.mp3", "mp3/base-44100-stereo-cbr.mp3", "mp3/vbri-mpeg2.mp3"] {
+            let path = Fixtures.path(name)
+            let bytes = try StreamFeeding.bytes(path)
+            let offsets = try mpegFrames(path).offsets
+            final class Box { var packets: [StreamPacket] = [] }
+            let box = Box()
+            let parser = StreamParser(packets: { box.packets += $0 })
+            let cut = offsets.count / 2
+            try parser.parse(bytes[..<offsets[cut]])
+            box.packets = []
+            // The stream goes on from the middle of a later frame.
+            let resume = offsets[cut + 1] + 7
+            try parser.parse(bytes[resume...], discontinuity: true)
+            try parser.finish()
+            let after = offsets.filter { $0 > resume }
+            #expect(box.packets.count == after.count, "\(name)")
+            #expect(box.packets.allSatisfy { $0.startFrame == nil }, "\(name)")
+            for (packet, offset) in zip(box.packets, after) {
+                #expect(packet.bytes.elementsEqual(bytes[offset..<(offset + packet.bytes.count)]), "\(name)")
+            }
+        }
+    }
 }
