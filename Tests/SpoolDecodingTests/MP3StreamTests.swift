@@ -335,6 +335,8 @@ struct MP3StreamTests {
                 + Array(bytes[offsets[5]...])),
             ("three-bytes-after", bytes + [1, 2, 3]),
             ("header-cut-after", bytes + [0xFF, 0xFB]),
+            ("after-a-tag", bytes + Array("TAG".utf8) + [UInt8](repeating: 0x43, count: 125) + noise),
+            ("cut-then-tag", Array(bytes.dropLast(100)) + Array("TAG".utf8) + [UInt8](repeating: 0x44, count: 125)),
         ]
         for (label, damaged) in cases {
             try expectAgreement(damaged, label)

@@ -370,11 +370,13 @@ struct MP3StreamParser: StreamFormatParser {
     }
 
     /// Hands out the packets whose trims are settled: all but the last few the header frame
-    /// counts, until the stream shows where it ends.
+    /// counts, until the stream shows where it ends, and all but the last packet, which
+    /// carries the damage found after it should the stream end next.
     private mutating func flush(_ events: inout StreamEvents, all: Bool) {
         if finishing && !all { return }
         var sent = 0
         for (index, packet) in outbox {
+            if !all, sent == outbox.count - 1 { break }
             if !all, !exceeded, let index, let claimed = claimedFrames, let first {
                 let holdBack = (remainderFrames + first.samplesPerFrame - 1) / first.samplesPerFrame + 2
                 if index >= claimed - holdBack { break }
@@ -469,6 +471,7 @@ struct MP3StreamParser: StreamFormatParser {
         guard let first else {
             throw AudioError(.unsupportedFormat, "no MPEG audio frame found in the stream")
         }
+        endsInID3v1(input, &events)
         if let g = garbage {
             // Bytes that are neither frame nor tag run to the end (or to the tags there):
             // added after the audio, so the frame before them stands. Zeros are padding.
@@ -497,6 +500,22 @@ struct MP3StreamParser: StreamFormatParser {
         // After a seek the counts are known when every packet up to the end has been seen.
         if !discontinuous || nextIndex == offsets.count { settle(first, &events) }
         flush(&events, all: true)
+    }
+
+    /// A last frame cut short and an ID3v1 tag written after it: the tag's bytes were taken
+    /// for the rest of the frame. `MPEGStream` takes the tag off the end first, so the frame
+    /// is a truncated one and the tag is read.
+    private mutating func endsInID3v1(_ input: StreamInput, _ events: inout StreamEvents) {
+        guard let frame = held, garbage.map({ $0.tagAt == nil && $0.start == frame.offset + frame.bytes.count }) ?? true,
+              input.offset == frame.offset + frame.bytes.count else { return }
+        let tail = frame.bytes + input.held
+        let tag = tail.count - ID3v1Tag.size
+        guard tag > 4, tag < frame.bytes.count, tail.matches("TAG", at: tag) else { return }
+        ID3v1Tag.read(Array(tail[tag...]), into: &id3v1)
+        events.set(.tags, \.tags, combinedTags)
+        truncatedAt = frame.offset
+        held = nil
+        garbage = nil
     }
 
     /// The counts the whole stream gives, exactly as `MP3Decoder` makes them.
