@@ -94,6 +94,11 @@ struct MPEGInfoFrame {
     var bytes: Int?
     /// LAME's encoder delay and padding, in samples.
     var lame: (delay: Int, padding: Int)?
+    /// Xing's table of contents: for each percent of the duration, the byte at which it
+    /// starts, in 256ths of `bytes` counted from the header frame's first byte.
+    var toc: [Int]?
+    /// VBRI's table: the bytes of each run of `framesPerEntry` frames, from the header frame.
+    var vbriTable: (framesPerEntry: Int, bytes: [Int])?
 
     /// The decoder's own delay that libmpg123 (like LAME's decoder) trims with any Xing
     /// header: its synthesis filter outputs the first input sample 529 samples late.
@@ -110,7 +115,10 @@ struct MPEGInfoFrame {
             var cursor = xing + 8
             if flags & 1 != 0 { frames = b.count - cursor >= 4 ? MP3Tags.bigEndian(b, cursor, bytes: 4) : nil; cursor += 4 }
             if flags & 2 != 0 { bytes = b.count - cursor >= 4 ? MP3Tags.bigEndian(b, cursor, bytes: 4) : nil; cursor += 4 }
-            if flags & 4 != 0 { cursor += 100 }  // seek table
+            if flags & 4 != 0 {  // seek table
+                if b.count - cursor >= 100 { toc = b[cursor..<(cursor + 100)].map(Int.init) }
+                cursor += 100
+            }
             if flags & 8 != 0 { cursor += 4 }  // quality
             // LAME's extension (written by LAME and by ffmpeg): encoder string (9), revision
             // and method, lowpass, replay gain (8), flags, ABR rate, then the delay and the
@@ -126,6 +134,15 @@ struct MPEGInfoFrame {
             kind = .vbri
             bytes = MP3Tags.bigEndian(b, 36 + 10, bytes: 4)
             frames = MP3Tags.bigEndian(b, 36 + 14, bytes: 4)
+            // Then the table: entries, scale, bytes per entry, frames per entry (2 bytes
+            // each), and the entries, each a run's bytes divided by the scale.
+            let entries = MP3Tags.bigEndian(b, 36 + 18, bytes: 2), scale = MP3Tags.bigEndian(b, 36 + 20, bytes: 2)
+            let entryBytes = MP3Tags.bigEndian(b, 36 + 22, bytes: 2), perEntry = MP3Tags.bigEndian(b, 36 + 24, bytes: 2)
+            let table = 36 + 26
+            if (1...4).contains(entryBytes), perEntry > 0, entries > 0, b.count - table >= entries * entryBytes {
+                let sizes = (0..<entries).map { MP3Tags.bigEndian(b, table + $0 * entryBytes, bytes: entryBytes) * scale }
+                vbriTable = (perEntry, sizes)
+            }
         } else {
             return nil
         }

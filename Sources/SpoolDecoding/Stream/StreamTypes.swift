@@ -81,13 +81,18 @@ public struct StreamPacket: Sendable, Equatable {
     /// The stream frame of its first decoded frame, before trimming, when the parser knows it
     /// (always, but after a seek to an estimated position, until a granule or frame number says).
     public var startFrame: Int?
+    /// Damage the parser skipped on the way to this packet (or, on the last packet, after
+    /// it: bytes that are no packet, a stream cut short), which a decoder reports as the
+    /// file decoder does.
+    public var damage: [DecodeWarning]
 
     /// Makes a packet.
-    public init(byteOffset: Int, bytes: [UInt8], frameCount: Int, startFrame: Int?) {
+    public init(byteOffset: Int, bytes: [UInt8], frameCount: Int, startFrame: Int?, damage: [DecodeWarning] = []) {
         self.byteOffset = byteOffset
         self.bytes = bytes
         self.frameCount = frameCount
         self.startFrame = startFrame
+        self.damage = damage
     }
 }
 
