@@ -54,8 +54,10 @@ struct OggStreamParser: StreamFormatParser {
     static let headerKeepLimit = 1 << 20
     /// Most bytes of an audio packet.
     static let audioKeepLimit = 4 << 20
-    /// Frames of pre-roll an Opus decoder needs after a seek (80 ms, as libopusfile decodes).
-    static let opusPreRoll = 3840
+    /// Frames an Opus decoder decodes ahead of a seek target: not libopusfile's 80 ms, after
+    /// which a steady tone is still 1.5 dB off, but the 0.5 s `OpusDecoder` decodes, after
+    /// which the samples are those of a decode from the start to float rounding.
+    static let opusPreRoll = max(3840, OpusDecoder.seekConvergenceFrames)
 
     private let codec: Codec
     private let fileFormat: StreamFileFormat
