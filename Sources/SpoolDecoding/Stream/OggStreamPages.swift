@@ -27,10 +27,14 @@ struct OggStreamPage {
 /// the segment table and the body, kept only when the checksum matches. Bytes that belong to
 /// no page (garbage, a damaged page, a page cut short) are skipped up to the next `OggS`.
 struct OggStreamPageReader {
-    /// Bytes skipped because they belong to no valid page.
-    private(set) var skippedBytes = 0
-    /// Where the first skipped run began, for messages.
-    private(set) var firstSkipOffset: Int?
+    /// Runs of bytes skipped between valid pages (at most `gapLimit`: beyond, the last grows).
+    private(set) var gaps: [Range<Int>] = []
+    /// A page the stream ended inside: where it began and the bytes it lacked (0 when its
+    /// header was cut).
+    private(set) var cutPage: (offset: Int, missing: Int)?
+    /// Where the run of bytes being skipped began.
+    private var runStart: Int?
+    private static let gapLimit = 256
 
     /// The next whole, valid page, consumed from `input`; nil until more bytes are held.
     mutating func next(_ input: inout StreamInput) -> OggStreamPage? {
@@ -39,17 +43,26 @@ struct OggStreamPageReader {
                 skipToCapturePattern(&input)
                 continue
             }
-            guard let header = input.peek(27) else { return nil }
+            guard let header = input.peek(27) else {
+                if passOverAtEnd(&input, missing: 0) { continue }
+                return nil
+            }
             let h = header.startIndex
             guard header[h + 4] == 0 else {
                 skip(1, &input)
                 continue
             }
             let segments = Int(header[h + 26])
-            guard let table = input.peek(segments, from: 27) else { return nil }
+            guard let table = input.peek(segments, from: 27) else {
+                if passOverAtEnd(&input, missing: 0) { continue }
+                return nil
+            }
             let bodySize = table.reduce(0) { $0 + Int($1) }
             let size = 27 + segments + bodySize
-            guard let whole = input.peek(size) else { return nil }
+            guard let whole = input.peek(size) else {
+                if passOverAtEnd(&input, missing: size - input.count) { continue }
+                return nil
+            }
             let w = whole.startIndex
             let stored = UInt32(whole[w + 22]) | UInt32(whole[w + 23]) << 8 | UInt32(whole[w + 24]) << 16
                 | UInt32(whole[w + 25]) << 24
@@ -66,15 +79,41 @@ struct OggStreamPageReader {
                 offset: input.offset, size: size, headerType: whole[w + 5], granulePosition: le(6, Int64.self),
                 serialNumber: le(14, UInt32.self), sequenceNumber: le(18, UInt32.self), lacing: Array(table),
                 body: Array(whole[(w + 27 + segments)...]))
+            if let start = runStart { addGap(start..<input.offset) }
+            runStart = nil
+            cutPage = nil
             input.consume(size)
             return page
         }
         return nil
     }
 
+    /// A candidate page is not all there: wait for more bytes, or at the end of the stream,
+    /// pass over its capture pattern (it may be garbage that claims a large page, with real
+    /// pages inside what it claims).
+    /// - Returns: Whether the search goes on (the stream has ended).
+    private mutating func passOverAtEnd(_ input: inout StreamInput, missing: Int) -> Bool {
+        guard input.isFinished else { return false }
+        if cutPage == nil, runStart == nil { cutPage = (input.offset, missing) }
+        skip(1, &input)
+        return true
+    }
+
     /// Drops what is held at the end of the stream: a page cut short, or garbage.
     mutating func dropRest(_ input: inout StreamInput) {
         if input.count > 0 { skip(input.count, &input) }
+        guard let start = runStart else { return }
+        runStart = nil
+        if let cut = cutPage, cut.offset == start { return }  // a page cut short, not garbage
+        addGap(start..<input.offset)
+    }
+
+    private mutating func addGap(_ gap: Range<Int>) {
+        if gaps.count < Self.gapLimit {
+            gaps.append(gap)
+        } else if let last = gaps.last {
+            gaps[gaps.count - 1] = last.lowerBound..<gap.upperBound
+        }
     }
 
     /// Drops bytes up to the next `OggS` held, or all but the last three (a pattern may
@@ -91,9 +130,14 @@ struct OggStreamPageReader {
     }
 
     private mutating func skip(_ count: Int, _ input: inout StreamInput) {
-        if firstSkipOffset == nil { firstSkipOffset = input.offset }
-        skippedBytes &+= count
+        if runStart == nil { runStart = input.offset }
         input.consume(count)
+    }
+
+    /// Forgets a run being skipped: the next bytes come from elsewhere.
+    mutating func restart() {
+        runStart = nil
+        cutPage = nil
     }
 }
 

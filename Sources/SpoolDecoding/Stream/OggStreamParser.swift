@@ -111,6 +111,12 @@ struct OggStreamParser: StreamFormatParser {
     private var audioPages = 0
     private var sampleRate = 48_000.0
     private var nominalBitRate = 0
+    /// Pages of the followed stream after lost ones (their sequence numbers jump), in order.
+    private var pagesAfterHoles: [Int] = []
+    /// The stream's last page was not marked as one (`finish()` found it so).
+    private var endOffsetWithoutLastPage: Int?
+    /// Most lost-page reports kept.
+    private static let holeLimit = 256
 
     init(format: StreamFileFormat) throws {
         switch format {
@@ -131,8 +137,26 @@ struct OggStreamParser: StreamFormatParser {
         }
     }
 
+    var warnings: [DecodeWarning] {
+        var warnings: [DecodeWarning] = []
+        if let cut = reader.cutPage {
+            warnings.append(DecodeWarning(kind: .truncated, byteOffset: cut.offset, byteCount: cut.missing))
+        } else if let end = endOffsetWithoutLastPage {
+            warnings.append(DecodeWarning(kind: .truncated, byteOffset: end, byteCount: 0))
+        }
+        for gap in reader.gaps where stopOffset.map({ gap.lowerBound < $0 }) ?? true {
+            warnings.append(DecodeWarning(kind: .skippedCorruptData, byteOffset: gap.lowerBound, byteCount: gap.count))
+        }
+        for offset in pagesAfterHoles where !reader.gaps.contains(where: { $0.upperBound == offset }) {
+            warnings.append(DecodeWarning(kind: .missingData, byteOffset: offset, byteCount: 0,
+                                          detail: "pages of the \(name) stream are missing (their sequence numbers jump)"))
+        }
+        return warnings
+    }
+
     mutating func finish(_ input: inout StreamInput, _ events: inout StreamEvents) throws {
         reader.dropRest(&input)
+        if reader.cutPage == nil, stopOffset == nil, streamBegun, !linkEnded { endOffsetWithoutLastPage = input.offset }
         guard streamBegun else {
             if linkIndex < 0 { throw AudioError(.truncated, "the \(name) stream ends before its first page") }
             throw AudioError(.truncated, "the \(name) stream ends inside its header packets")
@@ -188,6 +212,7 @@ struct OggStreamParser: StreamFormatParser {
 
     mutating func discontinuity(at point: StreamSeekPoint?) {
         assembler.restart()
+        reader.restart()
         previousBlock = nil
         vorbisGranule = nil
         vorbisSamples = -1
@@ -195,7 +220,15 @@ struct OggStreamParser: StreamFormatParser {
         pendingPreSkip = 0
         nextFrame = nil
         if let point, !point.isEstimated {
-            nextFrame = point.frame + primingFrames
+            // The point came from a page (or a link's first page) this parser recorded; its
+            // untrimmed frame is kept there (a point's frame is never below 0).
+            if let entry = seekEntries.last(where: { $0.offset == point.byteOffset }) {
+                nextFrame = entry.frame
+            } else if let link = links.first(where: { $0.offset == point.byteOffset }) {
+                nextFrame = link.startFrame
+            } else {
+                nextFrame = point.frame + primingFrames
+            }
         }
         if let stop = stopOffset, let point, point.byteOffset < stop { stopOffset = nil }
         resyncing = true
@@ -228,7 +261,9 @@ struct OggStreamParser: StreamFormatParser {
         } else if !page.isFirst {
             inFirstPages = false
         }
+        let holesBefore = assembler.holes
         let packets = assembler.packets(of: page)
+        if assembler.holes > holesBefore, ordered, pagesAfterHoles.count < Self.holeLimit { pagesAfterHoles.append(page.offset) }
         var audio: [OggPacketAssembler.Packet] = []
         for packet in packets {
             if headersDone {
@@ -397,6 +432,12 @@ struct OggStreamParser: StreamFormatParser {
     private mutating func deliver(_ packets: [OggPacketAssembler.Packet], of page: OggStreamPage, ordered: Bool,
                                   _ events: inout StreamEvents) throws {
         let granule = page.granulePosition
+        if codec == .vorbis, vorbisGranule == nil, previousBlock == nil, let frame = nextFrame, linkIndex >= 0,
+           let origin = links[linkIndex].granuleOrigin, let start = links[linkIndex].startFrame {
+            // After a seek: libvorbis's granule position, as a decode from the link's start
+            // would have it, so that the last page is cut as it would be.
+            vorbisGranule = origin + Int64(frame - start)
+        }
         var counts: [Int] = []
         var kept: [OggPacketAssembler.Packet] = []
         for packet in packets where packet.length == packet.bytes.count {
@@ -493,14 +534,15 @@ struct OggStreamParser: StreamFormatParser {
         previousBlock = block
         var trim: Int64 = 0
         if granule < 0 {
-            if let running = vorbisGranule { vorbisGranule = running + Int64(frames) }
+            if let running = vorbisGranule { vorbisGranule = running.addingReportingOverflow(Int64(frames)).partialValue }
         } else if vorbisGranule == nil {
             vorbisGranule = granule
             // The only audio page: its granule position cuts the end (Vorbis I §A.2).
             if endOfStream, vorbisSamples > granule { trim = vorbisSamples - granule }
         } else if let running = vorbisGranule {
-            let advanced = running + Int64(frames)
-            if endOfStream, advanced > granule { trim = advanced - granule }
+            // Granule positions come from the stream: near Int64.max they must not trap.
+            let (advanced, overflow) = running.addingReportingOverflow(Int64(frames))
+            if endOfStream, !overflow, advanced > granule { trim = advanced.subtractingReportingOverflow(granule).partialValue }
             vorbisGranule = granule
         }
         let cut = Int(min(trim, Int64(frames)))
