@@ -109,6 +109,8 @@ struct OggStreamParser: StreamFormatParser {
     private var audioEnd = 0
     private var largestPacket = 0
     private var audioPages = 0
+    /// The untrimmed frame after the last packet parsed in order.
+    private var framesParsed = 0
     private var sampleRate = 48_000.0
     private var nominalBitRate = 0
     /// Pages of the followed stream after lost ones (their sequence numbers jump), in order.
@@ -178,7 +180,7 @@ struct OggStreamParser: StreamFormatParser {
     func seekPoint(toFrame frame: Int, _ properties: StreamProperties) throws -> StreamSeekPoint {
         let target = frame.addingClamped(primingFrames)
         let want = codec == .opus ? target - Self.opusPreRoll : target
-        let parsedEnd = nextFrame ?? 0
+        let parsedEnd = framesParsed
         if !seekEntries.isEmpty, target <= parsedEnd || properties.duration?.isEstimated == false {
             var chosen = seekEntries[0]
             var low = 0, high = seekEntries.count - 1
@@ -192,9 +194,10 @@ struct OggStreamParser: StreamFormatParser {
                 }
             }
             if chosen.frame > want { chosen = seekEntries[0] }
-            // A page of another link than the one the decoder has the headers of: from that
-            // link's first page, so that its headers come first.
-            if chosen.link != linkIndex, let start = links[chosen.link].startFrame {
+            // A page of another link than the one the decoder has the headers of (or of this
+            // link before all its headers came): from that link's first page, so that its
+            // headers come first.
+            if chosen.link != linkIndex || !headersDone, let start = links[chosen.link].startFrame {
                 let link = links[chosen.link]
                 return StreamSeekPoint(byteOffset: link.offset, frame: max(0, start - primingFrames), targetFrame: frame, isEstimated: false)
             }
@@ -505,6 +508,7 @@ struct OggStreamParser: StreamFormatParser {
             links[link].granuleOrigin = granule - Int64(end - start)
         }
         guard ordered else { return }
+        if let frame = nextFrame { framesParsed = max(framesParsed, frame) }
         if firstAudioOffset == nil { firstAudioOffset = page.offset }
         audioEnd = page.end
         audioPages += 1
