@@ -393,6 +393,61 @@ struct OggStreamTests {
         #expect(samples == reference.samples)
     }
 
+    /// The Vorbis fixture with its comment header replaced by `comment` (pages renumbered).
+    static func withCommentHeader(_ comment: [UInt8]) throws -> [UInt8] {
+        let clean = try StreamFeeding.bytes(Fixtures.path("vorbis-44100-stereo.ogg"))
+        let packets = try oggPackets(clean)
+        let serial = UInt32(clean[14]) | UInt32(clean[15]) << 8 | UInt32(clean[16]) << 16 | UInt32(clean[17]) << 24
+        let ends = Self.pageEnds(clean)
+        var bytes = Array(clean[..<ends[0]])
+        bytes += Self.pages(carrying: comment, serial: serial, sequence: 1)
+        bytes += Self.pages(carrying: packets[2].packet, serial: serial, sequence: UInt32(Self.pageEnds(bytes).count))
+        var audio = Array(clean[ends[1]...])
+        audio[18] = UInt8(Self.pageEnds(bytes).count)
+        audio.replaceSubrange(22..<26, with: [0, 0, 0, 0])
+        let crc = OggPageWalker.checksum(audio[...])
+        for k in 0..<4 { audio[22 + k] = UInt8(truncatingIfNeeded: crc >> (8 * k)) }
+        return bytes + audio
+    }
+
+    @Test("A comment header claiming absurd lengths is refused, naming it, as libvorbis refuses it")
+    func absurdCommentLengths() throws {
+        let vendorTooLong = [0x03] + Array("vorbis".utf8) + [0xFF, 0xFF, 0xFF, 0xFF] + Array("spool".utf8) + [1]
+        let countTooLarge = [0x03] + Array("vorbis".utf8) + [0, 0, 0, 0] + [0xFF, 0xFF, 0xFF, 0x7F] + [1]
+        for comment in [vendorTooLong, countTooLarge] {
+            let bytes = try Self.withCommentHeader(comment)
+            #expect(throws: AudioError.self) { try Self.fileDecode(bytes, typeHint: "ogg") }
+            for pieces in [Pieces.whole, .single] {
+                #expect { try StreamFeeding.record(bytes, pieces) } throws: { error in
+                    guard let error = error as? AudioError else { return false }
+                    return error.code == .corruptData && error.message.contains("comment header")
+                }
+            }
+        }
+    }
+
+    @Test("A packet that never ends is not held beyond its bound, and the stream goes on after it")
+    func endlessPacket() throws {
+        // Six megabytes of one packet's continuation pages, of the stream's own serial number,
+        // spliced in before the last audio page: the packet is dropped, nothing grows past it.
+        let clean = try StreamFeeding.bytes(Fixtures.path("opus/opus-48000-stereo.opus"))
+        let ends = Self.pageEnds(clean)
+        let serial = UInt32(clean[14]) | UInt32(clean[15]) << 8 | UInt32(clean[16]) << 16 | UInt32(clean[17]) << 24
+        var endless: [UInt8] = []
+        let body = [UInt8](repeating: 0x55, count: 255 * 255)
+        for k in 0..<96 {
+            endless += Self.page(body, lacing: [UInt8](repeating: 255, count: 255), serial: serial, sequence: UInt32(1000 + k),
+                                 granule: -1, type: k == 0 ? 0 : 1)
+        }
+        let bytes = Array(clean[..<ends[4]]) + endless + Array(clean[ends[4]...])
+        let recording = try StreamFeeding.record(bytes, .random(seed: 12, maximum: 100_000))
+        #expect(recording.packets.allSatisfy { $0.bytes.count < 1 << 20 })
+        #expect(recording.parser.duration?.basis == .frameCount)
+        #expect(!recording.parser.warnings.isEmpty, "the lost pages around the spliced ones are reported")
+        let samples = try StreamDecoder(parser: recording.parser).decode(recording.packets)
+        #expect(!samples.isEmpty)
+    }
+
     @Test("An Ogg FLAC stream is refused as FLAC, an empty stream as empty, a bad setup header as corrupt")
     func refusals() throws {
         let flac = try StreamFeeding.bytes(Fixtures.path("ogg/flac-48000-stereo.oga"))

@@ -21,6 +21,7 @@ struct VorbisStreamHeaders {
         guard packets[1].starts(with: [0x03, 0x76, 0x6F, 0x72, 0x62, 0x69, 0x73]) else {
             throw VorbisHeaderError("the second header is not a comment header")
         }
+        try Self.checkComments(packets[1])
         guard packets[2].starts(with: [0x05, 0x76, 0x6F, 0x72, 0x62, 0x69, 0x73]) else {
             throw VorbisHeaderError("the third header is not a setup header")
         }
@@ -47,6 +48,35 @@ struct VorbisStreamHeaders {
             at += length
         }
         try self.init(packets: packets)
+    }
+
+    /// Checks the comment header's lengths as libvorbis reads them (`_vorbis_unpack_comment`,
+    /// which refuses the whole stream when one is wrong): the vendor string and each comment
+    /// within the packet, then the framing bit.
+    private static func checkComments(_ packet: [UInt8]) throws(VorbisHeaderError) {
+        var at = 7
+        func length(_ what: String) throws(VorbisHeaderError) -> Int {
+            guard at + 4 <= packet.count else { throw VorbisHeaderError("the comment header ends inside \(what)") }
+            defer { at += 4 }
+            return Int(packet[at]) | Int(packet[at + 1]) << 8 | Int(packet[at + 2]) << 16 | Int(packet[at + 3]) << 24
+        }
+        let vendor = try length("the vendor string's length")
+        guard vendor <= packet.count - at else {
+            throw VorbisHeaderError("the comment header claims a vendor string of \(vendor) bytes, more than its \(packet.count)")
+        }
+        at += vendor
+        let count = try length("the comment count")
+        guard count <= (packet.count - at) / 4 else {
+            throw VorbisHeaderError("the comment header claims \(count) comments, more than its \(packet.count) bytes hold")
+        }
+        for number in 0..<count {
+            let size = try length("comment \(number + 1)'s length")
+            guard size <= packet.count - at else {
+                throw VorbisHeaderError("comment \(number + 1) claims \(size) bytes, more than the comment header holds")
+            }
+            at += size
+        }
+        guard at < packet.count, packet[at] & 1 == 1 else { throw VorbisHeaderError("the comment header's framing bit is not set") }
     }
 
     /// The magic cookie: each packet preceded by its 32-bit little-endian length.
