@@ -448,6 +448,74 @@ struct OggStreamTests {
         #expect(!samples.isEmpty)
     }
 
+    @Test("A multiplexed stream's pages are passed over: only the first logical stream plays")
+    func multiplexed() throws {
+        let file = "vorbis-44100-stereo-chained.ogg"
+        let clean = try StreamFeeding.bytes(Fixtures.path(file))
+        let ends = Self.pageEnds(clean)
+        let video: UInt32 = 0xBEEF
+        let head = Self.page([0x80] + Array("theora".utf8) + [UInt8](repeating: 7, count: 35), lacing: [42], serial: video, sequence: 0,
+                             granule: 0, type: 2)
+        func frame(_ k: UInt32) -> [UInt8] {
+            Self.page([UInt8](repeating: UInt8(k), count: 300), lacing: [255, 45], serial: video, sequence: k, granule: Int64(k), type: 0)
+        }
+        // The video's first page among the audio's first pages, its other pages between audio pages.
+        var bytes = Array(clean[..<ends[0]]) + head + Array(clean[ends[0]..<ends[2]]) + frame(1)
+        bytes += Array(clean[ends[2]..<ends[4]]) + frame(2) + Array(clean[ends[4]...])
+        let reference = try StreamFeeding.fileDecode(Fixtures.path(file))
+        for pieces in Pieces.all {
+            let recording = try StreamFeeding.record(bytes, pieces)
+            #expect(recording.parser.warnings.isEmpty, "\(pieces)")
+            let samples = try StreamDecoder(parser: recording.parser).decode(recording.packets)
+            #expect(samples == reference.samples, "\(pieces)")
+        }
+    }
+
+    @Test("A gap in the bytes without a seek: the parser finds the next page, and its granule position places the packets")
+    func discontinuityWithoutSeek() throws {
+        let file = "vorbis-44100-stereo-chained.ogg"
+        let bytes = try StreamFeeding.bytes(Fixtures.path(file))
+        let reference = try StreamFeeding.fileDecode(Fixtures.path(file))
+        final class Box { var packets: [StreamPacket] = [] }
+        let box = Box()
+        let parser = StreamParser(packets: { box.packets += $0 })
+        try parser.parse(bytes[..<4700])
+        let decoder = try StreamDecoder(parser: parser)
+        _ = try decoder.decode(box.packets)
+        box.packets = []
+        // The bytes go on from the middle of a page: the rest of it is no use.
+        try parser.parse(bytes[5300...], discontinuity: true)
+        try parser.finish()
+        decoder.discontinuity()
+        let first = try #require(box.packets.first?.startFrame)
+        #expect(box.packets.allSatisfy { $0.startFrame != nil })
+        // Offsets after a gap count on from the last byte before it (the parser cannot know
+        // how many were lost): the first whole page, at 5656, is at 4700 + 356.
+        #expect(box.packets.first?.byteOffset ?? 0 > 4700 + 356, "the first packet after the gap begins on the first whole page")
+        let samples = try decoder.decode(box.packets)
+        let expected = reference.samples[(first * 2)...]
+        #expect(samples.count == expected.count)
+        #expect(samples.elementsEqual(expected), "up to \(Self.maximumDifference(samples, expected)) off")
+    }
+
+    @Test("An OpusHead's output gain is applied as libopusfile applies it")
+    func opusOutputGain() throws {
+        var bytes = try StreamFeeding.bytes(Fixtures.path("opus/opus-48000-stereo.opus"))
+        let head = 27 + Int(bytes[26])  // the OpusHead packet, alone on the first page
+        #expect(bytes[head..<(head + 8)].elementsEqual("OpusHead".utf8))
+        let gain = Int16(-1536)  // −6 dB in Q7.8
+        bytes[head + 16] = UInt8(truncatingIfNeeded: UInt16(bitPattern: gain))
+        bytes[head + 17] = UInt8(truncatingIfNeeded: UInt16(bitPattern: gain) >> 8)
+        recomputeChecksums(&bytes, around: [head + 16])
+        let reference = try Self.fileDecode(bytes, typeHint: "opus")
+        let streamed = try StreamFeeding.decode(bytes, .random(seed: 21, maximum: 500))
+        #expect(streamed.samples == reference.samples)
+        let plain = try StreamFeeding.fileDecode(Fixtures.path("opus/opus-48000-stereo.opus"))
+        let ratio = streamed.samples.map { abs($0) }.max().map { Double($0) } ?? 0
+        let plainPeak = plain.samples.map { abs($0) }.max().map { Double($0) } ?? 1
+        #expect(abs(20 * log10(ratio / plainPeak) + 6) < 0.1, "the gain is \(20 * log10(ratio / plainPeak)) dB")
+    }
+
     @Test("An Ogg FLAC stream is refused as FLAC, an empty stream as empty, a bad setup header as corrupt")
     func refusals() throws {
         let flac = try StreamFeeding.bytes(Fixtures.path("ogg/flac-48000-stereo.oga"))
