@@ -93,8 +93,17 @@ struct OggStreamParser: StreamFormatParser {
     private var vorbisSamples: Int64 = -1
     /// The granule position of the last page of the link with a packet ending on it.
     private var lastGranule: Int64?
-    /// Pre-skip of a later Opus link still to drop from its first packets.
+    /// Frames still to drop from the front of the next Opus packets: a later link's
+    /// pre-skip, or the 80 ms libopusfile discards after lost pages.
     private var pendingPreSkip = 0
+    /// Pages of the followed Opus stream were lost before the next page.
+    private var opusHole = false
+    /// Frames the positions jumped over at lost Opus pages (their granule positions say how many).
+    private var framesLost = 0
+    /// Frames libopusfile discards after lost pages while its decoder converges again
+    /// (op_fetch_and_process_page); `OpusPacketDecoder` drops the same when a packet starts
+    /// later than the one before it ended.
+    static let opusHoleDiscard = 3840
     /// The untrimmed frame of the next packet's first frame, when known.
     private var nextFrame: Int? = 0
     private var primingFrames = 0
@@ -164,11 +173,12 @@ struct OggStreamParser: StreamFormatParser {
             throw AudioError(.truncated, "the \(name) stream ends inside its header packets")
         }
         events.beginPackets()
-        let total = max(0, (nextFrame ?? 0) - primingFrames)
+        let end = max(0, (nextFrame ?? 0) - primingFrames)
+        let total = max(0, end - framesLost)
         events.set(.audioDataPacketCount, \.audioDataPacketCount, packetCount)
         if let first = firstAudioOffset { events.set(.audioDataByteCount, \.audioDataByteCount, max(0, audioEnd - first)) }
         events.set(.packetTableInfo, \.packetTableInfo,
-                   StreamPacketTableInfo(primingFrames: primingFrames, remainderFrames: endTrimmed, validFrames: total))
+                   StreamPacketTableInfo(primingFrames: primingFrames, remainderFrames: endTrimmed, validFrames: end))
         events.set(.duration, \.duration,
                    StreamDuration(frames: total, seconds: Double(total) / sampleRate, basis: .frameCount))
         if total > 0 {
@@ -266,7 +276,10 @@ struct OggStreamParser: StreamFormatParser {
         }
         let holesBefore = assembler.holes
         let packets = assembler.packets(of: page)
-        if assembler.holes > holesBefore, ordered, pagesAfterHoles.count < Self.holeLimit { pagesAfterHoles.append(page.offset) }
+        if assembler.holes > holesBefore {
+            if ordered, pagesAfterHoles.count < Self.holeLimit { pagesAfterHoles.append(page.offset) }
+            if codec == .opus, headersDone { opusHole = true }
+        }
         var audio: [OggPacketAssembler.Packet] = []
         for packet in packets {
             if headersDone {
@@ -456,7 +469,30 @@ struct OggStreamParser: StreamFormatParser {
             counts.append(frames)
             kept.append(packet)
         }
-        if codec == .opus, page.isLast, granule >= 0 {
+        var lostBefore = 0
+        if codec == .opus, opusHole {
+            opusHole = false
+            // libopusfile after lost pages: the positions go on from the next granule
+            // position; an end page is dropped (it cannot be cut right), and otherwise 80 ms
+            // are discarded while the decoder converges again.
+            let total = counts.reduce(0, +)
+            if granule >= 0, let frame = nextFrame, linkIndex >= 0, let origin = links[linkIndex].granuleOrigin,
+               let start = links[linkIndex].startFrame {
+                let (span, overflow) = granule.subtractingReportingOverflow(origin)
+                if !overflow, span < Int64(Int.max / 4) {
+                    let resumed = start + Int(span) - total
+                    if resumed > frame { lostBefore = resumed - frame }
+                }
+            }
+            if lostBefore > 0 {
+                if page.isLast {
+                    for k in counts.indices { counts[k] = 0 }
+                } else {
+                    pendingPreSkip += Self.opusHoleDiscard
+                }
+            }
+        }
+        if codec == .opus, page.isLast, granule >= 0, lostBefore == 0 {
             // libopusfile: the last page's packets end at its granule position, counted
             // from the previous page's (op_fetch_and_process_page).
             let total = counts.reduce(0, +)
@@ -491,6 +527,10 @@ struct OggStreamParser: StreamFormatParser {
             if seekEntries.last.map({ $0.frame <= resume && $0.offset < page.offset }) ?? true {
                 seekEntries.append(SeekEntry(offset: page.offset, frame: resume, link: link))
             }
+        }
+        if lostBefore > 0, let frame = nextFrame {
+            nextFrame = frame + lostBefore
+            if ordered { framesLost += lostBefore }
         }
         for (packet, frames) in zip(kept, counts) {
             events.packet(StreamPacket(byteOffset: packet.byteOffset, bytes: packet.bytes, frameCount: frames, startFrame: nextFrame))

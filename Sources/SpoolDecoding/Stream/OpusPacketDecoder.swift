@@ -18,8 +18,12 @@ final class OpusPacketDecoder: StreamPacketDecoder {
     private var decoder: OpusMultistreamDecoder
     /// The first link's pre-skip, to tell trimmed frames in a warning.
     private let preSkip: Int
-    /// A later link's pre-skip still to drop.
+    /// Frames still to drop from the front: a later link's pre-skip, or the 80 ms
+    /// libopusfile discards after lost pages.
     private var pendingPreSkip = 0
+    /// Where the next packet starts if none was lost: a packet that starts later follows
+    /// lost pages (the parser places it by its granule position).
+    private var expectedStart: Int?
     private var framesOut = 0
     private var ended = false
     private var scratch: [Float]
@@ -44,8 +48,13 @@ final class OpusPacketDecoder: StreamPacketDecoder {
             link(packet)
             return 0
         }
-        // OpusTags, and packets whose TOC libopus refuses: libopusfile skips them too.
-        guard opusPacketFrames(packet.bytes) > 0, !packet.bytes.starts(with: Array("OpusTags".utf8)) else { return 0 }
+        if packet.bytes.starts(with: Array("OpusTags".utf8)) { return 0 }
+        if let start = packet.startFrame, let expected = expectedStart, start > expected {
+            pendingPreSkip += OggStreamParser.opusHoleDiscard
+        }
+        expectedStart = packet.startFrame.map { $0 + packet.frameCount }
+        // Packets whose TOC libopus refuses: libopusfile skips them too.
+        guard opusPacketFrames(packet.bytes) > 0 else { return 0 }
         return decodeAndKeep(packet, into: &output)
     }
 
@@ -72,11 +81,13 @@ final class OpusPacketDecoder: StreamPacketDecoder {
     func reset() {
         decoder.reset()
         pendingPreSkip = 0
+        expectedStart = nil
         ended = false
     }
 
     /// A chained link's `OpusHead`: the decoder is made anew for it, or decoding ends.
     private func link(_ packet: StreamPacket) {
+        expectedStart = packet.startFrame
         let frame = max(0, (packet.startFrame ?? framesOut) - preSkip)
         do {
             let head = try OpusHeadInfo(packet: packet.bytes)
