@@ -7,6 +7,7 @@ import SpoolCore
 /// little-endian integer: `len₁ id len₂ comment len₃ setup`. (Xiph lacing, as Matroska
 /// uses, would do as well; lengths in front are simpler to read and to check.)
 struct VorbisStreamHeaders {
+    /// The identification header, parsed.
     let identification: VorbisIdentification
     /// Whether each mode of the setup header uses the long block.
     let modeIsLong: [Bool]
@@ -145,13 +146,17 @@ func oggComments(_ packet: [UInt8], skipping: Int, excludingPictures: Bool) -> A
 
 /// An `OpusHead` packet (RFC 7845 §5.1): what the multistream decoder is made from.
 struct OpusHeadInfo: Equatable {
+    /// Output channels.
     let channels: Int
     /// Frames at 48 kHz to drop at the start.
     let preSkip: Int
     /// Output gain in Q7.8 dB.
     let outputGain: Int
+    /// 0 (mono, stereo), 1 (Vorbis order, up to 8 channels) or 255 (no defined layout).
     let mappingFamily: Int
+    /// Opus streams in each packet.
     let streamCount: Int
+    /// How many of them are stereo.
     let coupledCount: Int
     /// The decoded channel each output channel takes (255: silence).
     let mapping: [UInt8]

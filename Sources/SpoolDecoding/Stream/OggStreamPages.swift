@@ -8,18 +8,24 @@ struct OggStreamPage {
     let headerType: UInt8
     /// The granule position; −1 when no packet ends on the page.
     let granulePosition: Int64
+    /// The logical stream the page belongs to.
     let serialNumber: UInt32
+    /// The page's number in its stream, from 0.
     let sequenceNumber: UInt32
     /// The segment table: a packet ends at every value below 255.
     let lacing: [UInt8]
     /// The body.
     let body: [UInt8]
 
+    /// Whether the page's first segment continues a packet of the page before.
     var isContinued: Bool { headerType & 0x01 != 0 }
+    /// Whether the page is its stream's first (beginning of stream).
     var isFirst: Bool { headerType & 0x02 != 0 }
+    /// Whether the page is its stream's last (end of stream).
     var isLast: Bool { headerType & 0x04 != 0 }
     /// Stream offset of the body's first byte.
     var bodyOffset: Int { offset + 27 + lacing.count }
+    /// Stream offset of the byte after the page.
     var end: Int { offset + size }
 }
 
@@ -34,6 +40,7 @@ struct OggStreamPageReader {
     private(set) var cutPage: (offset: Int, missing: Int)?
     /// Where the run of bytes being skipped began.
     private var runStart: Int?
+    /// Most gaps kept apart.
     private static let gapLimit = 256
 
     /// The next whole, valid page, consumed from `input`; nil until more bytes are held.
@@ -108,6 +115,7 @@ struct OggStreamPageReader {
         addGap(start..<input.offset)
     }
 
+    /// Notes a run of skipped bytes (past `gapLimit`, the last gap grows to take it).
     private mutating func addGap(_ gap: Range<Int>) {
         if gaps.count < Self.gapLimit {
             gaps.append(gap)
@@ -129,6 +137,7 @@ struct OggStreamPageReader {
         skip(min(i, last + 1) - held.startIndex, &input)
     }
 
+    /// Drops `count` held bytes as no page.
     private mutating func skip(_ count: Int, _ input: inout StreamInput) {
         if runStart == nil { runStart = input.offset }
         input.consume(count)
@@ -152,6 +161,7 @@ struct OggPacketAssembler {
     /// One packet completed on a page.
     struct Packet {
         /// Stream offset of its first byte.
+        /// Where it begins in the stream.
         var byteOffset: Int
         /// Its bytes, the first `keepLimit` when it is longer.
         var bytes: [UInt8]
@@ -163,11 +173,14 @@ struct OggPacketAssembler {
 
     /// Most bytes of one packet held; the parser lowers it for a comment header.
     var keepLimit: Int
+    /// The packet in progress.
     private var partial: Packet?
+    /// The sequence number the next page should have.
     private var nextSequence: UInt32?
     /// Pages whose sequence number jumped (pages lost before them).
     private(set) var holes = 0
 
+    /// An assembler holding at most `keepLimit` bytes of a packet.
     init(keepLimit: Int) { self.keepLimit = keepLimit }
 
     /// Forgets the packet in progress and the sequence: the next page follows a gap.

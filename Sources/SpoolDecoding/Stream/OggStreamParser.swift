@@ -25,16 +25,27 @@ import SpoolCore
 /// packet is delivered, so that the decoder can report the change as `VorbisDecoder` does,
 /// and nothing after it.
 ///
+/// Damage goes to `warnings` as `VorbisDecoder` reports it: bytes that are no valid page, pages
+/// lost (sequence numbers that jump), a stream cut inside a page or without its last page.
+/// After lost Opus pages, libopusfile's behaviour is followed: the positions go on from the
+/// next granule position and 80 ms are discarded while the decoder converges.
+///
 /// `duration` is an estimate from the bytes so far until the stream ends (an Ogg stream does
 /// not say how long it is); at `finish()` it is the exact frame count. Seeks are exact to
 /// pages already parsed and an estimate from the bit rate beyond.
+///
+/// Not followed: a Vorbis stream whose first granule position trims its beginning (libvorbis
+/// then drops frames inside the first page's last packet; no fixture or common encoder
+/// makes one) plays those frames.
 struct OggStreamParser: StreamFormatParser {
+    /// The codec of the followed stream.
     private enum Codec { case vorbis, opus }
 
     /// What the parser knows of each link, for seeking back into it.
     private struct Link {
         /// Offset of the link's first page.
         let offset: Int
+        /// Its followed stream's serial number.
         let serialNumber: UInt32
         /// Untrimmed frame of the link's first frame, when known.
         var startFrame: Int?
@@ -44,9 +55,11 @@ struct OggStreamParser: StreamFormatParser {
 
     /// A page to resume decoding from after a seek.
     private struct SeekEntry {
+        /// The page's offset.
         let offset: Int
         /// Untrimmed frame of the first frame the packets from this page decode to after a reset.
         let frame: Int
+        /// The index of its link in `links`.
         let link: Int
     }
 
@@ -59,21 +72,31 @@ struct OggStreamParser: StreamFormatParser {
     /// which the samples are those of a decode from the start to float rounding.
     static let opusPreRoll = max(3840, OpusDecoder.seekConvergenceFrames)
 
+    /// The codec of the followed stream.
     private let codec: Codec
+    /// `.oggVorbis` or `.oggOpus`, as the sniffer found.
     private let fileFormat: StreamFileFormat
+    /// Finds the pages.
     private var reader = OggStreamPageReader()
+    /// Joins the followed stream's pages into packets.
     private var assembler = OggPacketAssembler(keepLimit: headerKeepLimit)
 
     // The link being parsed.
+    /// Every link met so far, in order.
     private var links: [Link] = []
+    /// The link being parsed (−1 before the first page).
     private var linkIndex = -1
+    /// The serial number of the stream followed in that link.
     private var serial: UInt32?
     /// Streams of the link other than the one followed.
     private var others: Set<UInt32> = []
     /// Whether only first pages have come since the link began (more streams may begin).
     private var inFirstPages = true
+    /// The link's last page (end-of-stream flag) has come.
     private var linkEnded = false
+    /// The link's header packets so far.
     private var headerPackets: [[UInt8]] = []
+    /// All the link's header packets have come.
     private var headersDone = false
     /// Whether header packets are delivered as packets (every link but the first, parsed first).
     private var deliverHeaders = false
@@ -81,15 +104,19 @@ struct OggStreamParser: StreamFormatParser {
     private var streamBegun = false
     /// The next page follows a discontinuity: a first page there begins a link whatever its serial number.
     private var resyncing = false
+    /// The headers of the link whose audio is parsed (Vorbis).
     private var vorbis: VorbisStreamHeaders?
+    /// The first link's `OpusHead` (Opus).
     private var opusHead: OpusHeadInfo?
     /// A link that changes format was met at this offset: nothing from it on plays.
     private var stopOffset: Int?
 
     // Frames.
+    /// The block size of the last audio packet libvorbis took, since the last reset.
     private var previousBlock: Int?
     /// libvorbis's granule position and sample count since its last reset (`vorbis_dsp_state`).
     private var vorbisGranule: Int64?
+    /// Samples libvorbis has given since its last reset (−1 before its first block).
     private var vorbisSamples: Int64 = -1
     /// The granule position of the last page of the link with a packet ending on it.
     private var lastGranule: Int64?
@@ -106,21 +133,33 @@ struct OggStreamParser: StreamFormatParser {
     static let opusHoleDiscard = 3840
     /// The untrimmed frame of the next packet's first frame, when known.
     private var nextFrame: Int? = 0
+    /// The first link's pre-skip (Opus); 0 for Vorbis.
     private var primingFrames = 0
+    /// Frames the links' last granule positions cut.
     private var endTrimmed = 0
 
     // What has been parsed in order (not after a seek back).
+    /// The end of the last page parsed in order.
     private var parsedUpTo = 0
+    /// The pages a seek can resume from, in stream order.
     private var seekEntries: [SeekEntry] = []
+    /// Audio packets delivered.
     private var packetCount = 0
+    /// Bytes of the audio packets delivered.
     private var audioBytes = 0
+    /// Where the first audio page begins.
     private var firstAudioOffset: Int?
+    /// Where the last audio page ends.
     private var audioEnd = 0
+    /// The largest audio packet's size.
     private var largestPacket = 0
+    /// Audio pages parsed, to refine the estimates now and then.
     private var audioPages = 0
     /// The untrimmed frame after the last packet parsed in order.
     private var framesParsed = 0
+    /// Frames per second (48 kHz for Opus).
     private var sampleRate = 48_000.0
+    /// The Vorbis identification header's nominal bit rate, 0 when it has none.
     private var nominalBitRate = 0
     /// Pages of the followed stream after lost ones (their sequence numbers jump), in order.
     private var pagesAfterHoles: [Int] = []
@@ -129,6 +168,8 @@ struct OggStreamParser: StreamFormatParser {
     /// Most lost-page reports kept.
     private static let holeLimit = 256
 
+    /// Makes the parser for the codec the sniffer found on the first page.
+    /// - Throws: `.unsupportedFormat` for a format that is not Ogg Vorbis or Ogg Opus.
     init(format: StreamFileFormat) throws {
         switch format {
         case .oggVorbis: codec = .vorbis
@@ -138,16 +179,19 @@ struct OggStreamParser: StreamFormatParser {
         fileFormat = format
     }
 
+    /// The format's name, for messages.
     private var name: String { codec == .vorbis ? "Ogg Vorbis" : "Ogg Opus" }
 
     // MARK: - StreamFormatParser
 
+    /// Takes every whole page held.
     mutating func parse(_ input: inout StreamInput, _ events: inout StreamEvents) throws {
         while let page = reader.next(&input) {
             try handle(page, &events)
         }
     }
 
+    /// The damage found so far, in the file decoders' terms.
     var warnings: [DecodeWarning] {
         var warnings: [DecodeWarning] = []
         if let cut = reader.cutPage {
@@ -165,6 +209,8 @@ struct OggStreamParser: StreamFormatParser {
         return warnings
     }
 
+    /// The counts the end makes exact: packets, bytes, the trims and the duration.
+    /// - Throws: `.truncated` for a stream that ends before its headers do.
     mutating func finish(_ input: inout StreamInput, _ events: inout StreamEvents) throws {
         reader.dropRest(&input)
         if reader.cutPage == nil, stopOffset == nil, streamBegun, !linkEnded { endOffsetWithoutLastPage = input.offset }
@@ -187,6 +233,9 @@ struct OggStreamParser: StreamFormatParser {
         }
     }
 
+    /// The page to play `frame` from: exact among the pages parsed in order (for Opus,
+    /// `opusPreRoll` earlier), else an estimate from the bit rate.
+    /// - Throws: `.unsupported` when there is no page parsed and no bit rate.
     func seekPoint(toFrame frame: Int, _ properties: StreamProperties) throws -> StreamSeekPoint {
         let target = frame.addingClamped(primingFrames)
         let want = codec == .opus ? target - Self.opusPreRoll : target
@@ -223,6 +272,8 @@ struct OggStreamParser: StreamFormatParser {
         return StreamSeekPoint(byteOffset: offset, frame: frame, targetFrame: frame, isEstimated: true)
     }
 
+    /// Drops the packet in progress and libvorbis's state; the next packets' frames come
+    /// from the point (exact) or from the next granule position.
     mutating func discontinuity(at point: StreamSeekPoint?) {
         assembler.restart()
         reader.restart()
@@ -250,6 +301,7 @@ struct OggStreamParser: StreamFormatParser {
 
     // MARK: - Pages
 
+    /// One valid page: which link and stream it belongs to, then its packets.
     private mutating func handle(_ page: OggStreamPage, _ events: inout StreamEvents) throws {
         guard stopOffset == nil else { return }
         let ordered = page.offset >= parsedUpTo
@@ -321,6 +373,8 @@ struct OggStreamParser: StreamFormatParser {
 
     // MARK: - Headers
 
+    /// One header packet: checked, its properties set (the first link's) or delivered (a
+    /// later link's), the stream stopped at a link it cannot go on with.
     private mutating func header(_ packet: OggPacketAssembler.Packet, page: OggStreamPage, _ events: inout StreamEvents) throws {
         let index = headerPackets.count
         if index == 0, OggPayload(firstPacket: packet.bytes) != (codec == .vorbis ? .vorbis : .opus) {

@@ -14,7 +14,9 @@ internal import COpusFile
 final class OpusPacketDecoder: StreamPacketDecoder {
     private(set) var warnings: [DecodeWarning] = []
 
+    /// The first link's format: a link of another channel count ends decoding.
     private let format: AudioFormat
+    /// libopus for the link being decoded.
     private var decoder: OpusMultistreamDecoder
     /// The first link's pre-skip, to tell trimmed frames in a warning.
     private let preSkip: Int
@@ -24,8 +26,11 @@ final class OpusPacketDecoder: StreamPacketDecoder {
     /// Where the next packet starts if none was lost: a packet that starts later follows
     /// lost pages (the parser places it by its granule position).
     private var expectedStart: Int?
+    /// Frames output, for a format change's warning.
     private var framesOut = 0
+    /// A link that cannot be decoded was met: nothing more is.
     private var ended = false
+    /// One packet's decoded frames, before they are put in Spool's channel order.
     private var scratch: [Float]
 
     /// 120 ms at 48 kHz, the longest an Opus packet lasts.
@@ -33,6 +38,7 @@ final class OpusPacketDecoder: StreamPacketDecoder {
 
     /// - Throws: `.corruptData` for a magic cookie that is not a valid `OpusHead`,
     ///   `.unsupportedFormat` for a mapping family libopusfile does not decode.
+    /// A decoder for the stream whose `OpusHead` is `magicCookie`.
     init(_ dataFormat: StreamDataFormat, magicCookie: [UInt8]?) throws {
         guard let magicCookie else { throw AudioError(.corruptData, "an Opus decoder needs the OpusHead packet (the magic cookie)") }
         let head = try OpusHeadInfo(packet: magicCookie)
@@ -42,6 +48,7 @@ final class OpusPacketDecoder: StreamPacketDecoder {
         scratch = [Float](repeating: 0, count: Self.packetFramesMax * head.channels)
     }
 
+    /// Decodes an audio packet, or takes a chained link's `OpusHead`.
     func decode(_ packet: StreamPacket, into output: inout [Float]) throws -> Int {
         guard !ended else { return 0 }
         if packet.bytes.starts(with: Array("OpusHead".utf8)) {
@@ -58,6 +65,7 @@ final class OpusPacketDecoder: StreamPacketDecoder {
         return decodeAndKeep(packet, into: &output)
     }
 
+    /// Decodes a packet and appends the frames it keeps: after any front to drop, at most `frameCount`.
     private func decodeAndKeep(_ packet: StreamPacket, into output: inout [Float]) -> Int {
         let channels = format.channelCount
         let decoded = decoder.decode(packet.bytes, into: &scratch, frames: Self.packetFramesMax)
@@ -78,6 +86,7 @@ final class OpusPacketDecoder: StreamPacketDecoder {
         return keep
     }
 
+    /// Forgets the decoder's state: the next packet follows a seek.
     func reset() {
         decoder.reset()
         pendingPreSkip = 0
@@ -111,11 +120,14 @@ final class OpusPacketDecoder: StreamPacketDecoder {
 
 /// Owns one libopus multistream decoder (`OpusMSDecoder`).
 private final class OpusMultistreamDecoder {
+    /// The `OpusMSDecoder`.
     private let raw: OpaquePointer
+    /// Channels it decodes.
     let channels: Int
     /// The source channel for each WAV-order channel, or nil when the order is Spool's already.
     let channelMap: [Int]?
 
+    /// Makes the decoder an `OpusHead` describes, its output gain set.
     init(_ head: OpusHeadInfo) throws {
         var error: Int32 = 0
         let made = head.mapping.withUnsafeBufferPointer { mapping -> OpaquePointer? in
@@ -151,6 +163,7 @@ private final class OpusMultistreamDecoder {
         return got > 0 ? Int(got) : 0
     }
 
+    /// `OPUS_RESET_STATE`.
     func reset() { _ = spool_opus_ms_reset(raw) }
 
     /// For each channel count, the Vorbis-order channel feeding each WAV-order channel (as `OpusDecoder`).

@@ -13,7 +13,9 @@ internal import CVorbisFile
 final class VorbisPacketDecoder: StreamPacketDecoder {
     private(set) var warnings: [DecodeWarning] = []
 
+    /// The first link's format: a link of another ends decoding.
     private let format: AudioFormat
+    /// libvorbis for the link being decoded.
     private var synthesis: VorbisSynthesis
     /// A chained link's header packets as they come.
     private var linkHeaders: [[UInt8]] = []
@@ -23,6 +25,7 @@ final class VorbisPacketDecoder: StreamPacketDecoder {
     private var ended = false
 
     /// - Throws: `.corruptData` for a magic cookie that is not three valid Vorbis headers.
+    /// A decoder for the stream whose three headers `magicCookie` holds.
     init(_ dataFormat: StreamDataFormat, magicCookie: [UInt8]?) throws {
         guard let magicCookie else { throw AudioError(.corruptData, "a Vorbis decoder needs the three header packets (the magic cookie)") }
         let headers: VorbisStreamHeaders
@@ -35,6 +38,7 @@ final class VorbisPacketDecoder: StreamPacketDecoder {
         synthesis = try VorbisSynthesis(headers)
     }
 
+    /// Decodes an audio packet, or takes a chained link's header packet.
     func decode(_ packet: StreamPacket, into output: inout [Float]) throws -> Int {
         guard !ended else { return 0 }
         if let first = packet.bytes.first, first & 1 == 1 {
@@ -47,6 +51,7 @@ final class VorbisPacketDecoder: StreamPacketDecoder {
         return frames
     }
 
+    /// Forgets the blocks before: the next packet follows a discontinuity.
     func reset() {
         synthesis.restart()
         linkHeaders = []
@@ -92,15 +97,20 @@ final class VorbisPacketDecoder: StreamPacketDecoder {
 /// Owns libvorbis's decoder state for one link (`vorbis_info`, `vorbis_comment`,
 /// `vorbis_dsp_state`, `vorbis_block`).
 private final class VorbisSynthesis {
+    // The libvorbis state, allocated here and cleared in deinit.
     private let info = UnsafeMutablePointer<vorbis_info>.allocate(capacity: 1)
     private let comment = UnsafeMutablePointer<vorbis_comment>.allocate(capacity: 1)
     private let dsp = UnsafeMutablePointer<vorbis_dsp_state>.allocate(capacity: 1)
     private let block = UnsafeMutablePointer<vorbis_block>.allocate(capacity: 1)
+    /// Whether `vorbis_synthesis_init` succeeded (and `vorbis_dsp_clear` is owed).
     private var dspReady = false
+    /// Whether `vorbis_block_init` succeeded (and `vorbis_block_clear` is owed).
     private var blockReady = false
+    /// Channels of the link.
     private let channels: Int
     /// Source channel for each output channel.
     private let channelMap: [Int]
+    /// The next packet's number, as libogg would give it.
     private var packetNumber: Int64 = 3
 
     /// Reads the headers into libvorbis (`vorbis_synthesis_headerin` three times) and makes
