@@ -168,4 +168,13 @@ protocol StreamFormatParser {
     /// The next bytes are not the ones after the last (`point` says where they come from,
     /// when they follow a seek): forgets any packet part-assembled and finds the next packet.
     mutating func discontinuity(at point: StreamSeekPoint?)
+
+    /// Damage found in the container and gone past (`StreamParser.warnings`).
+    var warnings: [DecodeWarning] { get }
+}
+
+extension StreamFormatParser {
+    /// Damage the parser found in the container and went past (bytes that are no page,
+    /// lost pages, a stream cut short), as the file decoders report it; none by default.
+    var warnings: [DecodeWarning] { [] }
 }

@@ -126,6 +126,10 @@ public final class StreamParser {
     public var duration: StreamDuration? { properties.duration }
     /// Whether packets follow (`kAudioFileStreamProperty_ReadyToProducePackets`).
     public var readyToProducePackets: Bool { properties.readyToProducePackets }
+    /// Damage found in the container and gone past, as the file decoders report it in their
+    /// `warnings`: bytes that are no part of a valid page or frame, lost pages, a stream cut
+    /// short. (A codec's own damage is `StreamDecoder.warnings`.)
+    public var warnings: [DecodeWarning] { format?.warnings ?? [] }
 
     // MARK: - Seeking
 
