@@ -102,7 +102,7 @@ enum StreamFeeding {
         box.recording = StreamRecording(parser: parser)
         for range in pieces.ranges(bytes.count) {
             let guarded = GuardedBytes(bytes[range])
-            try parser.parse(guarded.buffer)
+            try withExtendedLifetime(guarded) { try parser.parse(guarded.buffer) }
         }
         try parser.finish()
         return box.recording!
@@ -131,7 +131,10 @@ enum StreamFeeding {
             } catch { box.error = error }
         })
         box.parser = parser
-        for range in pieces.ranges(bytes.count) { try parser.parse(GuardedBytes(bytes[range]).buffer) }
+        for range in pieces.ranges(bytes.count) {
+            let guarded = GuardedBytes(bytes[range])
+            try withExtendedLifetime(guarded) { try parser.parse(guarded.buffer) }
+        }
         try parser.finish()
         if let error = box.error { throw error }
         guard let decoder = box.decoder else { throw AudioError(.truncated, "no packet") }
