@@ -150,6 +150,35 @@ struct ChunkStreamTests {
         }
     }
 
+    @Test("a CAF data chunk of size -1 runs to the stream's end, which makes its counts exact")
+    func cafDataToTheEnd() throws {
+        let path = Fixtures.path("caf-44100-stereo-s16.caf")
+        var bytes = try StreamFeeding.bytes(path)
+        let file = try StreamFeeding.fileDecode(path)
+        let data = try #require((0..<(bytes.count - 4)).first { bytes[$0..<($0 + 4)].elementsEqual("data".utf8) })
+        for i in 4..<12 { bytes[data + i] = 0xFF }
+        for pieces in [Pieces.whole, .random(seed: 2, maximum: 5_000)] {
+            let recording = try StreamFeeding.record(bytes, pieces)
+            let ready = try #require(recording.properties.firstIndex(of: .readyToProducePackets))
+            #expect(!recording.properties[..<ready].contains(.duration), "unknown until the end")
+            #expect(recording.parser.duration?.frames == file.decoder.frameCount)
+            #expect(recording.parser.audioDataByteCount == file.decoder.frameCount * 4)
+            let decoder = try StreamDecoder(parser: recording.parser)
+            #expect(try decoder.decode(recording.packets) == file.samples)
+        }
+    }
+
+    @Test("a LIST chunk after the data is read, and its tags reported then")
+    func tagsAfterTheData() throws {
+        let bytes = try StreamFeeding.bytes(Fixtures.path("wav-44100-stereo-s16.wav"))
+        // Move the LIST chunk (bytes 36..<100) behind the data chunk.
+        let moved = Array(bytes[..<36]) + Array(bytes[100...]) + Array(bytes[36..<100])
+        let recording = try StreamFeeding.record(moved, .random(seed: 6, maximum: 3_000))
+        #expect(recording.parser.tags.title == "Spool Test")
+        #expect(recording.properties.last == .tags)
+        #expect(recording.packets.reduce(0) { $0 + $1.frameCount } == 22_050)
+    }
+
     @Test("impossible headers are refused with the file decoder's error code", arguments: [
         ("hostile/rf64-negative-ds64.wav", AudioError.Code.corruptData, "ds64"),
         ("hostile/wav-huge-fmt.wav", .corruptData, "'fmt ' chunk"),

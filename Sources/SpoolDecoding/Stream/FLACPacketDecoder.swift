@@ -7,9 +7,9 @@ internal import CFLAC
 /// packet's bytes are then what its read callback serves. Samples are scaled as libsndfile
 /// scales FLAC with `SFC_SET_NORM_FLOAT` (by 2^-(bits-1)), so they agree with the file
 /// decoder. Damage is reported as `.skippedCorruptData`: what libFLAC's error callback
-/// reports (a lost sync, a bad header, a frame whose CRC-16 fails, which it decodes to
-/// silence), and bytes the parser dropped between packets (a packet that does not begin
-/// where the last one ended, with no `reset()` between).
+/// reports (a lost sync, a bad header, a frame whose CRC-16 fails), and bytes the parser dropped between packets (a packet that does not begin
+/// where the last one ended, with no `reset()` between). A frame that decodes to nothing
+/// plays as silence of its length, so that the frames after it keep their place.
 ///
 /// libFLAC's callbacks reach the decoder through an `Unmanaged` pointer, capture nothing,
 /// and clamp every count they are given.
@@ -76,6 +76,11 @@ final class FLACPacketDecoder: StreamPacketDecoder {
                 break
             }
             if served >= source.count, !decoded.isEmpty { break }
+        }
+        if decoded.isEmpty, warnedForPacket {
+            // A frame libFLAC could not decode plays as silence of its length, so that what
+            // follows keeps its place in time (libFLAC itself zeroes a frame whose CRC fails).
+            decoded = [Float](repeating: 0, count: min(max(0, packet.frameCount), 65_535) * channels)
         }
         output.append(contentsOf: decoded)
         return decoded.count / channels
