@@ -223,5 +223,10 @@ struct FLACStreamTests {
         var wrong = bytes
         wrong[7] = 33
         #expect { _ = try StreamFeeding.record(wrong, .whole) } throws: { ($0 as? AudioError)?.code == .corruptData }
+        // One claiming 16 MiB is refused from its header, before any of it is held.
+        wrong[5] = 0xFF
+        wrong[6] = 0xFF
+        wrong[7] = 0xFF
+        #expect { _ = try StreamFeeding.record(Array(wrong.prefix(8)), .whole) } throws: { ($0 as? AudioError)?.code == .corruptData }
     }
 }

@@ -78,6 +78,9 @@ struct FLACStreamParser: StreamFormatParser {
             if info == nil, type != 0 {
                 throw AudioError(.corruptData, "the FLAC stream's first metadata block (at byte \(at)) is of type \(type), not STREAMINFO")
             }
+            if type == 0, size != 34 {
+                throw AudioError(.corruptData, "the FLAC STREAMINFO block at byte \(at) claims \(size) bytes, not 34")
+            }
             input.consume(4)
             let isLast = head[0] & 0x80 != 0
             if type == 0 || ((type == 3 || type == 4) && size <= Self.metadataLimit) {
