@@ -248,9 +248,10 @@ struct ChunkStreamTests {
         #expect { try empty.finish() } throws: { ($0 as? AudioError)?.code == .emptyInput }
         let random = try StreamFeeding.bytes(Fixtures.path("broken/random.bin"))
         #expect { _ = try StreamFeeding.record(random, .whole) } throws: { ($0 as? AudioError)?.code == .unsupportedFormat }
-        // Three bytes of "RIF": no container is known from them.
+        // Three bytes of "RIF": a header cut short, as the file decoder says.
         let tiny = try StreamFeeding.bytes(Fixtures.path("broken/tiny.wav"))
-        #expect(throws: AudioError.self) { _ = try StreamFeeding.record(tiny, .single) }
+        #expect { _ = try StreamFeeding.record(tiny, .single) } throws: { ($0 as? AudioError)?.code == .truncated }
+        #expect { _ = try StreamFeeding.record(Array("RIFF\u{0}\u{0}WA".utf8), .whole) } throws: { ($0 as? AudioError)?.code == .truncated }
         // A header that stops before its data chunk.
         let wav = try StreamFeeding.bytes(Fixtures.path("wav-44100-stereo-s16.wav"))
         #expect { _ = try StreamFeeding.record(Array(wav.prefix(60)), .single) } throws: { ($0 as? AudioError)?.code == .truncated }
