@@ -19,6 +19,11 @@ let package = Package(
         .systemLibrary(
             name: "CSndFile", path: "Sources/CSndFile", pkgConfig: "sndfile",
             providers: [.apt(["libsndfile1-dev"])]),
+        // libFLAC's stream decoder: FLAC frames from a StreamParser (the file decoder reads
+        // FLAC through libsndfile, which links it too).
+        .systemLibrary(
+            name: "CFLAC", path: "Sources/CFLAC", pkgConfig: "flac",
+            providers: [.apt(["libflac-dev"])]),
         .systemLibrary(
             name: "CALSA", path: "Sources/CALSA", pkgConfig: "alsa",
             providers: [.apt(["libasound2-dev"])]),
@@ -62,7 +67,7 @@ let package = Package(
         // MARK: - Targets
 
         .target(name: "SpoolCore"),
-        .target(name: "SpoolDecoding", dependencies: ["SpoolCore", "CMPG123", "CVorbisFile", "CSndFile", "COpusFile"]),
+        .target(name: "SpoolDecoding", dependencies: ["SpoolCore", "CMPG123", "CVorbisFile", "CSndFile", "COpusFile", "CFLAC"]),
         // The rate converters both back-ends use, so that they convert alike.
         .target(name: "SpoolResampling", dependencies: ["SpoolCore", "CSoxr", "CSampleRate", "CSpeexDSP", "CSwresample", "CSoundTouch"]),
         // The output devices both back-ends play through: ALSA, PulseAudio, the clock-paced

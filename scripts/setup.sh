@@ -7,6 +7,7 @@ packages=(
     pkg-config
     libmpg123-dev libvorbis-dev libsndfile1-dev   # decoders
     libopusfile-dev                                # Ogg Opus decoder
+    libflac-dev                                    # FLAC stream decoder (libFLAC)
     mpg123 vorbis-tools flac sox opus-tools        # reference decoders for `spool bench decode`
     libasound2-dev libsoxr-dev libsamplerate0-dev  # ALSA output and resamplers (buffer-queue back-end)
     libspeexdsp-dev libswresample-dev              # more resamplers, compared by `spool bench resample`

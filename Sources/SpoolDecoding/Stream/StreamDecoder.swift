@@ -130,7 +130,7 @@ public final class StreamDecoder {
         case .vorbis: try VorbisPacketDecoder(dataFormat, magicCookie: magicCookie)
         case .opus: try OpusPacketDecoder(dataFormat, magicCookie: magicCookie)
         case .flac: try FLACPacketDecoder(dataFormat, magicCookie: magicCookie)
-        case .pcm(let layout): try PCMPacketDecoder(dataFormat, layout: layout)
+        case .pcm, .aLaw, .muLaw, .imaADPCM: try PCMPacketDecoder(dataFormat)
         }
     }
 }

@@ -34,6 +34,11 @@ struct StreamSniffer {
         if input.count < 12 && !input.isFinished { return nil }
         let start = Array(input.peek(min(input.count, 12)) ?? [])
         if start.isEmpty { throw AudioError(.emptyInput, "the stream ended before its first byte") }
+        let headers = [("RIFF", 12), ("RF64", 12), ("BW64", 12), ("FORM", 12), ("caff", 4), ("fLaC", 4)]
+        if headers.contains(where: { start.count < $0.1 && start.starts(with: $0.0.utf8.prefix(start.count)) }) {
+            // A chunk container's or FLAC's header cut short (the file decoder calls it truncated too).
+            throw AudioError(.truncated, "the stream ended after \(start.count) bytes, inside its container's header")
+        }
         switch true {
         case start.matches("RIFF") || start.matches("RF64") || start.matches("BW64"):
             guard start.count >= 12, start[8..<12].elementsEqual("WAVE".utf8) else { break }

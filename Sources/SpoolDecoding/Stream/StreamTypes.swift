@@ -23,6 +23,13 @@ public struct StreamDataFormat: Sendable, Equatable {
         case flac
         /// Uncompressed samples; each packet is one frame.
         case pcm(PCMLayout)
+        /// G.711 A-law: one byte per sample; each packet is one frame.
+        case aLaw
+        /// G.711 µ-law: one byte per sample; each packet is one frame.
+        case muLaw
+        /// IMA (DVI) ADPCM as WAV stores it: each packet is one block of `blockBytes`
+        /// decoding to `framesPerBlock` frames.
+        case imaADPCM(blockBytes: Int, framesPerBlock: Int)
     }
 
     /// How uncompressed samples lie in the bytes.
