@@ -40,7 +40,7 @@ for m in Sources/C*/; do [ -f "$m/module.modulemap" ] && cmodules+=(-I "$m"); do
 ccflags=()
 for f in $(pkg-config --cflags opusfile 2>/dev/null); do ccflags+=(-Xcc "$f"); done
 libs=()
-for f in $(pkg-config --libs libmpg123 vorbisfile sndfile opusfile 2>/dev/null || pkg-config --libs libmpg123 vorbisfile sndfile); do libs+=("$f"); done
+for f in $(pkg-config --libs libmpg123 vorbisfile vorbis sndfile opusfile opus flac); do libs+=("$f"); done
 
 # The library modules the targets reach, compiled once, instrumented for coverage and ASan.
 stamp="$out/.sources"
