@@ -151,6 +151,13 @@ public final class StreamingDecoder: AudioDecoder {
         return (frames, !duration.isEstimated)
     }
 
+    /// The sample depth a FLAC STREAMINFO block states (with or without its block header).
+    private static func flacBitsPerSample(_ cookie: [UInt8]?) -> Int? {
+        guard let cookie, cookie.count >= 34 else { return nil }
+        let base = cookie.count >= 38 ? 4 : 0
+        return (Int(cookie[base + 12] & 1) << 4 | Int(cookie[base + 13] >> 4)) + 1
+    }
+
     private static func info(_ parser: StreamParser) -> AudioFileInfo {
         let container: String, codec: String
         switch parser.fileFormat {
@@ -166,8 +173,13 @@ public final class StreamingDecoder: AudioDecoder {
             codec = "\(version) Layer \(["I", "II", "III"][max(0, min(2, layer - 1))])"
         case .vorbis?: codec = "Vorbis"
         case .opus?: codec = "Opus"
-        case .flac?: codec = "FLAC"
-        case .pcm(let layout)?: codec = "PCM \(layout.bitsPerSample)-bit \(layout.isFloat ? "float" : "integer")"
+        case .flac?: codec = "FLAC" + (flacBitsPerSample(parser.magicCookie).map { " \($0)-bit" } ?? "")
+        case .pcm(let layout)?:
+            let kind = layout.isFloat ? "float" : layout.bitsPerSample == 8 ? (layout.isSigned ? "signed integer" : "unsigned integer") : "integer"
+            codec = "PCM \(layout.bitsPerSample)-bit \(kind)"
+        case .aLaw?: codec = "A-law"
+        case .muLaw?: codec = "µ-law"
+        case .imaADPCM?: codec = "IMA ADPCM"
         case nil: codec = "unknown"
         }
         var isVBR = false
