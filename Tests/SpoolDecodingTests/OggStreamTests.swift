@@ -524,6 +524,35 @@ struct OggStreamTests {
         #expect(abs(20 * log10(ratio / plainPeak) + 6) < 0.1, "the gain is \(20 * log10(ratio / plainPeak)) dB")
     }
 
+    @Test("Pages whose contents are damaged but whose checksums match never crash the parser or the decoders", arguments: [
+        "vorbis-44100-stereo-chained.ogg", "vorbis-48000-5.1.ogg", "opus/opus-48000-stereo-chained.opus", "opus/opus-48000-5.1.opus",
+    ])
+    func damagedContents(_ file: String) throws {
+        let clean = try StreamFeeding.bytes(Fixtures.path(file))
+        var refused = 0, decoded = 0
+        for seed in UInt64(1)...60 {
+            var generator = SplitMix(seed: seed)
+            var bytes = clean
+            var changed: Set<Int> = []
+            for _ in 0..<(1 + Int(generator.next() % 12)) {
+                let at = Int(generator.next() % UInt64(bytes.count))
+                bytes[at] = UInt8(truncatingIfNeeded: generator.next())
+                changed.insert(at)
+            }
+            recomputeChecksums(&bytes, around: changed)
+            do {
+                let recording = try StreamFeeding.record(bytes, .random(seed: seed, maximum: 2000))
+                let decoder = try StreamDecoder(parser: recording.parser)
+                _ = try decoder.decode(recording.packets)
+                decoded += 1
+            } catch is AudioError {
+                refused += 1
+            }
+        }
+        print("Damaged contents of \(file): \(decoded) decoded, \(refused) refused with an AudioError")
+        #expect(decoded + refused == 60)
+    }
+
     @Test("An Ogg FLAC stream is refused as FLAC, an empty stream as empty, a bad setup header as corrupt")
     func refusals() throws {
         let flac = try StreamFeeding.bytes(Fixtures.path("ogg/flac-48000-stereo.oga"))
