@@ -506,7 +506,7 @@ struct OggStreamParser: StreamFormatParser {
            let origin = links[linkIndex].granuleOrigin, let start = links[linkIndex].startFrame {
             // After a seek: libvorbis's granule position, as a decode from the link's start
             // would have it, so that the last page is cut as it would be.
-            vorbisGranule = origin + Int64(frame - start)
+            vorbisGranule = origin.addingReportingOverflow(Int64(frame &- start)).partialValue
         }
         var counts: [Int] = []
         var kept: [OggPacketAssembler.Packet] = []
@@ -534,7 +534,7 @@ struct OggStreamParser: StreamFormatParser {
                let start = links[linkIndex].startFrame {
                 let (span, overflow) = granule.subtractingReportingOverflow(origin)
                 if !overflow, span < Int64(Int.max / 4) {
-                    let resumed = start + Int(span) - total
+                    let resumed = start.addingClamped(Int(span)) - total
                     if resumed > frame { lostBefore = resumed - frame }
                 }
             }
@@ -573,22 +573,23 @@ struct OggStreamParser: StreamFormatParser {
         // discontinuity, from the granule position.
         if nextFrame == nil, granule >= 0, link >= 0, let origin = links[link].granuleOrigin, let start = links[link].startFrame {
             let (span, overflow) = granule.subtractingReportingOverflow(origin)
-            if !overflow, span >= 0, span < Int64(Int.max / 4) { nextFrame = start + Int(span) - pageFrames }
+            if !overflow, span >= 0, span < Int64(Int.max / 4) { nextFrame = start.addingClamped(Int(span)) - pageFrames }
         }
         if ordered, let frame = nextFrame, let index = kept.firstIndex(where: { $0.byteOffset >= page.bodyOffset }) {
             let before = counts[..<index].reduce(0, +)
-            let resume = frame + before + (codec == .vorbis ? counts[index] : 0)
+            let resume = frame.addingClamped(before + (codec == .vorbis ? counts[index] : 0))
             if seekEntries.last.map({ $0.frame <= resume && $0.offset < page.offset }) ?? true {
                 seekEntries.append(SeekEntry(offset: page.offset, frame: resume, link: link))
             }
         }
         if lostBefore > 0, let frame = nextFrame {
-            nextFrame = frame + lostBefore
-            if ordered { framesLost += lostBefore }
+            // Positions come from granule positions here: they saturate rather than trap.
+            nextFrame = frame.addingClamped(lostBefore)
+            if ordered { framesLost = framesLost.addingClamped(lostBefore) }
         }
         for (packet, frames) in zip(kept, counts) {
             events.packet(StreamPacket(byteOffset: packet.byteOffset, bytes: packet.bytes, frameCount: frames, startFrame: nextFrame))
-            if let frame = nextFrame { nextFrame = frame + frames }
+            if let frame = nextFrame { nextFrame = frame.addingClamped(frames) }
             if ordered {
                 packetCount += 1
                 audioBytes += packet.bytes.count
@@ -599,7 +600,7 @@ struct OggStreamParser: StreamFormatParser {
             }
         }
         if granule >= 0, link >= 0, links[link].granuleOrigin == nil, let end = nextFrame, let start = links[link].startFrame {
-            links[link].granuleOrigin = granule - Int64(end - start)
+            links[link].granuleOrigin = granule.subtractingReportingOverflow(Int64(end &- start)).partialValue
         }
         guard ordered else { return }
         if let frame = nextFrame { framesParsed = max(framesParsed, frame) }
