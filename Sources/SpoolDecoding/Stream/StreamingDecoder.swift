@@ -19,7 +19,8 @@ public final class StreamingDecoder: AudioDecoder {
     public private(set) var isFrameCountExact: Bool
     public private(set) var position = 0
     public private(set) var info: AudioFileInfo
-    public var warnings: [DecodeWarning] { decoder.warnings }
+    /// The container's damage the parser found, then what the decoder found.
+    public var warnings: [DecodeWarning] { parser.warnings + decoder.warnings }
 
     private let name: String
     private let reader: Reader
