@@ -117,7 +117,13 @@ private func expectAgreement(_ bytes: [UInt8], _ label: String, pieces: [Pieces]
             }
             continue
         }
-        let decoded = try StreamFeeding.decode(bytes, piece)
+        let decoded: (format: AudioFormat, samples: [Float], warnings: [DecodeWarning])
+        do {
+            decoded = try StreamFeeding.decode(bytes, piece)
+        } catch {
+            Issue.record("\(label), \(piece): \(error), where the file decoder decodes \(reference.samples.count) samples")
+            continue
+        }
         #expect(decoded.samples == reference.samples, "\(label), \(piece): \(decoded.samples.count) vs \(reference.samples.count) samples")
         #expect(decoded.warnings == reference.warnings, "\(label), \(piece)")
     }
@@ -350,9 +356,17 @@ struct MP3StreamTests {
     func truncatedAnywhere() throws {
         for name in ["mp3/lame-44100-stereo-vbr.mp3", "mp3/base-16000-mono-vbr.mp3", "mp2-48000-stereo.mp2", "mp3/vbri-mpeg2.mp3"] {
             let bytes = try StreamFeeding.bytes(Fixtures.path(name))
+            let offsets = try mpegFrames(Fixtures.path(name)).offsets
             for cut in stride(from: 1, to: bytes.count, by: 97) {
-                try expectAgreement(Array(bytes[..<cut]), "\(name.replacingOccurrences(of: "/", with: "-"))-\(cut)",
-                                    pieces: [.whole, .random(seed: UInt64(cut), maximum: 200)])
+                let label = "\(name.replacingOccurrences(of: "/", with: "-"))-\(cut)"
+                try expectAgreement(Array(bytes[..<cut]), label, pieces: [.whole, .random(seed: UInt64(cut), maximum: 200)])
+                // Cut, then tagged: an ID3v1 tag after the cut. (Not where the cut leaves fewer
+                // than four frames: the frame cut short then runs into the tag and breaks the
+                // chain of frames the stream is first recognised by, where `MPEGStream` takes
+                // the tag off the end of the file before it looks for frames.)
+                guard offsets.filter({ $0 < cut }).count >= 5 else { continue }
+                let id3v1 = Array("TAG".utf8) + Array("Cut".utf8) + [UInt8](repeating: 0, count: 122)
+                try expectAgreement(Array(bytes[..<cut]) + id3v1, label + "-id3v1", pieces: [.whole, .single])
             }
         }
     }
@@ -478,10 +492,10 @@ struct MP3StreamTests {
         let lame = try StreamFeeding.bytes(Fixtures.path("mp3/lame-44100-stereo-vbr.mp3"))
         let offsets = try mpegFrames(Fixtures.path("mp3/lame-44100-stereo-vbr.mp3")).offsets
         let front = Array(lame[..<offsets[5]]), back = Array(lame[offsets[5]...])
-        let lyrics = Array("LYRICSBEGIN".utf8) + [UInt8](repeating: 0x20, count: 1_200_000)
+        let lyrics = Array("LYRICSBEGIN".utf8) + [UInt8](repeating: 0x20, count: 1_010_000)
         let bigTag: [UInt8] = Array("ID3".utf8) + [4, 0, 0, 0x60, 0, 0, 0]  // 200 MB, synchsafe
         let cases: [(String, [UInt8])] = [
-            ("damage", front + garbage(1_500_000, seed: 4) + back),
+            ("damage", front + garbage(1_100_000, seed: 4) + back),
             ("lyrics", front + lyrics + back),
             ("big-tag", front + bigTag + back),
         ]

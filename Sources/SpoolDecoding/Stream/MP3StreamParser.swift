@@ -11,6 +11,12 @@ import SpoolCore
 /// frames that the header frame counts are held too, until the stream shows whether they end
 /// where the header says, so that the gapless trims are known before they are decoded. So
 /// the packets, their count and the trims are the file decoder's, to the frame.
+///
+/// Where a stream cannot know what a file knows, it differs: a tag whose size runs past the
+/// end is skipped until the end shows it does (a file decoder takes its header for damage at
+/// once, a stream only when it ends within the tag's first megabyte), and a stream of three
+/// frames or fewer whose last is cut short and followed by an ID3v1 tag is not recognised
+/// (`MPEGStream` takes the tag off the end before it looks for frames).
 struct MP3StreamParser: StreamFormatParser {
     /// A frame whose header and bytes have arrived, not yet a packet.
     private struct Frame {
