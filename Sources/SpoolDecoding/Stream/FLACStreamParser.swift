@@ -268,8 +268,10 @@ struct FLACStreamParser: StreamFormatParser {
         }
         if delivered.last.map({ first > $0.frame }) ?? true {
             delivered.append((offset, first))
-        } else if let index = delivered.firstIndex(where: { $0.frame >= first }), delivered[index].frame != first {
-            delivered.insert((offset, first), at: index)
+        } else {
+            // A frame parsed again after a seek back: kept once, in order.
+            let index = firstDelivered(after: first - 1)
+            if index == delivered.count || delivered[index].frame != first { delivered.insert((offset, first), at: index) }
         }
         if deliveredEnd.map({ first + header.blockSize > $0.frame }) ?? true {
             deliveredEnd = (offset + length, first + header.blockSize)
@@ -307,11 +309,7 @@ struct FLACStreamParser: StreamFormatParser {
         var best: (offset: Int, frame: Int)? = seekTable.last { $0.frame <= frame }.map { (first + $0.offset, $0.frame) }
         if let end = deliveredEnd, frame < end.frame {
             // Within the frames parsed: the last one starting at or before the frame.
-            var low = 0, high = delivered.count
-            while low < high {
-                let mid = (low + high) / 2
-                if delivered[mid].frame <= frame { low = mid + 1 } else { high = mid }
-            }
+            let low = firstDelivered(after: frame)
             if low > 0, delivered[low - 1].frame >= best?.frame ?? -1 { best = delivered[low - 1] }
         }
         if let best {
@@ -330,6 +328,16 @@ struct FLACStreamParser: StreamFormatParser {
         let estimate = Double(from.offset) + Double(frame - from.frame) * bytesPerFrame
         guard estimate < Double(Int.max / 2) else { throw AudioError(.outOfRange, "frame \(frame) lies past any FLAC stream") }
         return StreamSeekPoint(byteOffset: Int(estimate), frame: frame, targetFrame: frame, isEstimated: true)
+    }
+
+    /// The index of the first delivered frame that starts after `frame` (binary search).
+    private func firstDelivered(after frame: Int) -> Int {
+        var low = 0, high = delivered.count
+        while low < high {
+            let mid = (low + high) / 2
+            if delivered[mid].frame <= frame { low = mid + 1 } else { high = mid }
+        }
+        return low
     }
 
     mutating func discontinuity(at point: StreamSeekPoint?) {
