@@ -46,10 +46,8 @@ private func decodeLive(_ bytes: [UInt8], _ pieces: Pieces) throws -> (samples: 
         } catch { box.error = error }
     })
     box.parser = parser
-    for range in pieces.ranges(bytes.count) {
-        let guarded = GuardedBytes(bytes[range])
-        try withExtendedLifetime(guarded) { try parser.parse(guarded.buffer) }
-    }
+    let arena = GuardedArena()
+    for range in pieces.ranges(bytes.count) { try parser.parse(arena.place(bytes[range])) }
     try parser.finish()
     if let error = box.error { throw error }
     guard let decoder = box.decoder else { throw AudioError(.truncated, "no packet") }

@@ -58,7 +58,9 @@ final class GuardedBytes {
     private let base: UnsafeMutableRawPointer
     private let mappedBytes: Int
     /// The bytes, ending at the guard page.
-    let buffer: UnsafeRawBufferPointer
+    private(set) var buffer: UnsafeRawBufferPointer
+    /// Bytes that fit before the guard page.
+    let capacity: Int
 
     init(_ bytes: ArraySlice<UInt8>) {
         let page = Int(sysconf(Int32(_SC_PAGESIZE)))
@@ -67,13 +69,39 @@ final class GuardedBytes {
         guard let mapped = mmap(nil, mappedBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
               mapped != MAP_FAILED else { fatalError("mmap failed") }
         base = mapped
+        capacity = dataPages * page
         mprotect(base + dataPages * page, page, PROT_NONE)
         let start = base + dataPages * page - bytes.count
         bytes.withUnsafeBytes { if let source = $0.baseAddress { start.copyMemory(from: source, byteCount: bytes.count) } }
         buffer = UnsafeRawBufferPointer(start: start, count: bytes.count)
     }
 
+    /// Puts other bytes (at most `capacity`) in place of these, ending at the guard page.
+    func replace(with bytes: ArraySlice<UInt8>) -> UnsafeRawBufferPointer {
+        let start = base + capacity - bytes.count
+        bytes.withUnsafeBytes { if let source = $0.baseAddress { start.copyMemory(from: source, byteCount: bytes.count) } }
+        buffer = UnsafeRawBufferPointer(start: start, count: bytes.count)
+        return buffer
+    }
+
     deinit { munmap(base, mappedBytes) }
+}
+
+/// One guarded mapping reused for piece after piece: each is copied to end at the guard
+/// page, so feeding a stream a byte at a time costs a copy per piece, not a mapping.
+/// A piece is valid until the next is placed.
+final class GuardedArena {
+    private var mapping: GuardedBytes?
+
+    /// `bytes`, ending at an unreadable page.
+    func place(_ bytes: ArraySlice<UInt8>) -> UnsafeRawBufferPointer {
+        guard let mapping, mapping.capacity >= bytes.count else {
+            let made = GuardedBytes(bytes)
+            self.mapping = made
+            return made.buffer
+        }
+        return mapping.replace(with: bytes)
+    }
 }
 
 /// What a parser reported while a whole stream was fed to it.
@@ -100,10 +128,8 @@ enum StreamFeeding {
             }
         }, packets: { packets in box.recording?.packets.append(contentsOf: packets) })
         box.recording = StreamRecording(parser: parser)
-        for range in pieces.ranges(bytes.count) {
-            let guarded = GuardedBytes(bytes[range])
-            try withExtendedLifetime(guarded) { try parser.parse(guarded.buffer) }
-        }
+        let arena = GuardedArena()
+        for range in pieces.ranges(bytes.count) { try parser.parse(arena.place(bytes[range])) }
         try parser.finish()
         return box.recording!
     }
@@ -131,11 +157,8 @@ enum StreamFeeding {
             } catch { box.error = error }
         })
         box.parser = parser
-        for range in pieces.ranges(bytes.count) {
-            // The bytes stay mapped until the parser is done with them.
-            let guarded = GuardedBytes(bytes[range])
-            try withExtendedLifetime(guarded) { try parser.parse(guarded.buffer) }
-        }
+        let arena = GuardedArena()
+        for range in pieces.ranges(bytes.count) { try parser.parse(arena.place(bytes[range])) }
         try parser.finish()
         if let error = box.error { throw error }
         guard let decoder = box.decoder else { throw AudioError(.truncated, "no packet") }

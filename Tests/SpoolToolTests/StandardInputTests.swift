@@ -76,7 +76,10 @@ struct StandardInputTests {
     }
 
     @Test func noBytesOnStandardInputIsOneLineAndStatus1() throws {
-        let result = try Self.run(["info", "-"], input: "/dev/null")
+        let empty = FileManager.default.temporaryDirectory.appendingPathComponent("spool-empty-\(getpid())")
+        try Data().write(to: empty)
+        defer { try? FileManager.default.removeItem(at: empty) }
+        let result = try Self.run(["info", "-"], input: empty.path)
         #expect(result.status == 1)
         #expect(result.stderr.contains("standard input") && result.stderr.contains("before its first byte"), "\(result.stderr)")
     }

@@ -8,8 +8,9 @@ import SpoolCore
 /// The initializer reads until the parser is ready to produce packets (the format is then
 /// known); `read(into:)` reads on as it needs. `frameCount` is the parser's duration: exact
 /// when the stream states it, otherwise an estimate (`isFrameCountExact` false) until the
-/// stream ends. A stream read once cannot go back: `seek(toFrame:)` goes forward by decoding
-/// and dropping frames, and refuses to go back with `.unsupported`.
+/// stream ends. A stream read once cannot go back far: `seek(toFrame:)` goes forward by
+/// decoding and dropping frames, back over the last `rewindFrames` read from what it kept,
+/// and refuses to go further back with `.unsupported`.
 public final class StreamingDecoder: AudioDecoder {
     /// Reads up to `buffer.count` bytes into `buffer`; returns 0 at the end of the stream.
     public typealias Reader = (UnsafeMutableRawBufferPointer) throws -> Int
@@ -87,21 +88,33 @@ public final class StreamingDecoder: AudioDecoder {
         let samples = min(wanted, pending.count - pendingStart)
         for i in 0..<samples { buffer[i] = pending[pendingStart + i] }
         pendingStart += samples
-        if pendingStart > 1 << 16 || pendingStart == pending.count {
-            pending.removeSubrange(0..<pendingStart)
-            pendingStart = 0
+        // What was read stays for a seek back of up to `rewindFrames`.
+        let kept = Self.rewindFrames * channels
+        if pendingStart > 2 * kept {
+            pending.removeSubrange(0..<(pendingStart - kept))
+            pendingStart = kept
         }
         position += samples / channels
         return samples / channels
     }
 
+    /// Frames kept after they are read, so that a seek back over them (a player that read
+    /// ahead and starts again from 0) needs no bytes again.
+    public static let rewindFrames = 1 << 16
+
     public func seek(toFrame frame: Int) throws {
-        guard frame >= position else {
-            throw AudioError(.unsupported, "\(name): a stream read once cannot seek back (from frame \(position) to \(frame))")
+        let channels = format.channelCount
+        if frame < position {
+            guard position - frame <= pendingStart / channels else {
+                throw AudioError(.unsupported, "\(name): a stream read once cannot seek back further than \(Self.rewindFrames) frames (from frame \(position) to \(frame))")
+            }
+            pendingStart -= (position - frame) * channels
+            position = frame
+            return
         }
-        var scratch = [Float](repeating: 0, count: 4096 * format.channelCount)
+        var scratch = [Float](repeating: 0, count: 4096 * channels)
         while position < frame {
-            let want = min(4096, frame - position) * format.channelCount
+            let want = min(4096, frame - position) * channels
             let got = try scratch.withUnsafeMutableBufferPointer { try read(into: UnsafeMutableBufferPointer(rebasing: $0[0..<want])) }
             if got == 0 { throw AudioError(.outOfRange, "\(name): frame \(frame) is past the end (\(position) frames)") }
         }
