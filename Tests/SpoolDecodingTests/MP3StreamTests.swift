@@ -33,25 +33,10 @@ private func mpegFrames(_ path: String) throws -> (stream: MPEGStream, offsets: 
     return (stream, offsets)
 }
 
-/// `StreamFeeding.decodeLive`, keeping each guarded piece alive while it is parsed (there,
-/// the piece can be freed before `parse` reads it).
+/// The samples and warnings of `StreamFeeding.decodeLive`.
 private func decodeLive(_ bytes: [UInt8], _ pieces: Pieces) throws -> (samples: [Float], warnings: [DecodeWarning]) {
-    final class Box { var parser: StreamParser?; var decoder: StreamDecoder?; var samples: [Float] = []; var error: (any Error)? }
-    let box = Box()
-    let parser = StreamParser(packets: { packets in
-        do {
-            if box.decoder == nil, let parser = box.parser { box.decoder = try StreamDecoder(parser: parser) }
-            box.decoder?.updatePacketTableInfo(box.parser?.packetTableInfo)
-            try box.decoder?.decode(packets, into: &box.samples)
-        } catch { box.error = error }
-    })
-    box.parser = parser
-    let arena = GuardedArena()
-    for range in pieces.ranges(bytes.count) { try parser.parse(arena.place(bytes[range])) }
-    try parser.finish()
-    if let error = box.error { throw error }
-    guard let decoder = box.decoder else { throw AudioError(.truncated, "no packet") }
-    return (box.samples, decoder.warnings)
+    let decoded = try StreamFeeding.decodeLive(bytes, pieces)
+    return (decoded.samples, decoded.warnings)
 }
 
 /// What a parser said at `readyToProducePackets`, and everything it reported.
