@@ -56,8 +56,8 @@ for part in "${parts[@]}"; do
             fi
             summary "$log"; rm -f "$log" ;;
         fuzz)
-            echo "== libFuzzer targets, ${SPOOL_FUZZ_SECONDS:-15} s each"
-            scripts/fuzz.sh --seconds "${SPOOL_FUZZ_SECONDS:-15}" ;;
+            echo "== libFuzzer targets, ${SPOOL_FUZZ_SECONDS:-10} s each"
+            scripts/fuzz.sh --seconds "${SPOOL_FUZZ_SECONDS:-10}" ;;
         *) echo "sanitize.sh: unknown part '$part' (address, thread, fuzz)" >&2; exit 2 ;;
     esac
 done
