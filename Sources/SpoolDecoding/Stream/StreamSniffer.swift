@@ -52,7 +52,7 @@ struct StreamSniffer {
         case start.matches("OggS"): return try oggParser(input)
         default: break
         }
-        return try search(input)
+        return try search(&input)
     }
 
     /// An Ogg stream's parser, once its first page's first packet names the codec.
@@ -72,7 +72,7 @@ struct StreamSniffer {
 
     /// A stream that does not begin with a container's signature: MP3 when a run of MPEG
     /// frames (or an Ogg page) starts within `searchLimit` bytes.
-    private func search(_ input: StreamInput) throws -> (any StreamFormatParser)? {
+    private func search(_ input: inout StreamInput) throws -> (any StreamFormatParser)? {
         let held = Array(input.peek(min(input.count, Self.searchLimit + 8)) ?? [])
         var i = 0
         while i < min(held.count, Self.searchLimit) {
@@ -87,7 +87,10 @@ struct StreamSniffer {
                 }
             }
             if held[i] == 0x4F, held[i...].starts(with: "OggS".utf8), hint != .mp3 {
-                throw AudioError(.corruptData, "the stream has \(i) bytes that are no Ogg page before its first page")
+                // Bytes before the first page are passed over, as libvorbisfile and
+                // libopusfile pass over them in a file.
+                input.consume(i)
+                return try oggParser(input)
             }
             i += 1
         }
