@@ -160,6 +160,7 @@ enum StreamBench {
         var output: [Float] = []
         var frames = 0, fed = 0, firstMinute = 0, peak = 0
         var targetFrames = Int.max
+        var framesBefore = 0
         var piece = whole
         while frames < targetFrames {
             try piece.withUnsafeBytes { raw in
@@ -176,13 +177,18 @@ enum StreamBench {
                     }
                     guard let decoder else { continue }
                     output.removeAll(keepingCapacity: true)
-                    frames += try decoder.decode(box.packets, into: &output)
+                    // Counted as fed, not as kept: the copies after the first lie past the
+                    // frame count the first copy's header states, which the decoder trims to.
+                    try decoder.decode(box.packets, into: &output)
+                    frames += box.packets.reduce(0) { $0 + $1.frameCount }
                     box.packets.removeAll(keepingCapacity: true)
                     if firstMinute == 0, Double(frames) >= 60 * decoder.format.sampleRate { firstMinute = PlayerBench.residentKiB() }
                     if frames % 65_536 < 4_096 { peak = max(peak, PlayerBench.residentKiB()) }
                 }
             }
             piece = repeating
+            guard frames > framesBefore else { throw AudioError(.corruptData, "\(path): a repeat of its bytes gave no packet") }
+            framesBefore = frames
         }
         peak = max(peak, PlayerBench.residentKiB())
         let rate = decoder?.format.sampleRate ?? 1

@@ -180,9 +180,11 @@ public final class StreamParser {
                 guard let made = try sniffer.parser(for: &input) else { return }
                 format = made
             }
-            guard var parser = format else { return }
+            // Moved out, not copied: a copy left in `format` would share the parser's
+            // growing arrays (an MP3's frame index), and each append would copy them whole.
+            guard var parser = format.take() else { return }
+            defer { format = parser }
             try step(&parser, &input, &events)
-            format = parser
             if input.count > StreamInput.limit {
                 throw AudioError(.corruptData, "the stream needs more than \(StreamInput.limit) bytes held for one header or packet")
             }
