@@ -52,8 +52,8 @@ private struct ReadySnapshot {
 private func snapshot(_ bytes: [UInt8], _ pieces: Pieces = .whole) throws -> (ready: ReadySnapshot, parser: StreamParser) {
     final class Box { var snapshot = ReadySnapshot(); var parser: StreamParser? }
     let box = Box()
-    let parser = StreamParser(propertyListener: { property in
-        guard let parser = box.parser else { return }
+    let parser = StreamParser(propertyListener: { [weak box] property in
+        guard let box, let parser = box.parser else { return }
         if property == .readyToProducePackets {
             box.snapshot.duration = parser.duration
             box.snapshot.packetCount = parser.audioDataPacketCount
