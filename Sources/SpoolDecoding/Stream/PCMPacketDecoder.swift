@@ -48,55 +48,44 @@ final class PCMPacketDecoder: StreamPacketDecoder {
         let bytes = packet.bytes
         switch kind {
         case .integer(let width, let bigEndian, let signed):
-            let frameBytes = width * channels
-            let frames = bytes.count / frameBytes
-            let samples = frames * channels
+            let frames = bytes.count / (width * channels)
             bytes.withUnsafeBytes { raw in
-                switch (width, signed) {
-                case (1, false):
-                    for i in 0..<samples { output.append((Float(Int(raw[i])) - 128) * (1 / 128)) }
-                case (1, true):
-                    for i in 0..<samples { output.append(Float(Int8(bitPattern: raw[i])) * (1 / 128)) }
-                case (2, _):
-                    for i in 0..<samples {
-                        let value = raw.loadUnaligned(fromByteOffset: 2 * i, as: UInt16.self)
-                        output.append(Float(Int16(bitPattern: bigEndian ? value.bigEndian : value.littleEndian)) * (1 / 32768))
-                    }
-                case (3, _):
-                    for i in 0..<samples {
-                        let a = UInt32(raw[3 * i]), b = UInt32(raw[3 * i + 1]), c = UInt32(raw[3 * i + 2])
-                        let value = bigEndian ? (a << 24 | b << 16 | c << 8) : (c << 24 | b << 16 | a << 8)
-                        output.append(Float(Int32(bitPattern: value)) * (1 / 2_147_483_648))
-                    }
-                default:
-                    for i in 0..<samples {
-                        let value = raw.loadUnaligned(fromByteOffset: 4 * i, as: UInt32.self)
-                        output.append(Float(Int32(bitPattern: bigEndian ? value.bigEndian : value.littleEndian)) * (1 / 2_147_483_648))
-                    }
+                output.appendSamples(frames * channels) { out in
+                    Self.convertIntegers(raw, width: width, bigEndian: bigEndian, signed: signed, into: out)
                 }
             }
             return frames
         case .float32(let bigEndian):
             let frames = bytes.count / (4 * channels)
             bytes.withUnsafeBytes { raw in
-                for i in 0..<(frames * channels) {
-                    let value = raw.loadUnaligned(fromByteOffset: 4 * i, as: UInt32.self)
-                    output.append(Float(bitPattern: bigEndian ? value.bigEndian : value.littleEndian))
+                output.appendSamples(frames * channels) { out in
+                    for i in out.indices {
+                        let value = raw.loadUnaligned(fromByteOffset: 4 * i, as: UInt32.self)
+                        out[i] = Float(bitPattern: bigEndian ? value.bigEndian : value.littleEndian)
+                    }
                 }
             }
             return frames
         case .float64(let bigEndian):
             let frames = bytes.count / (8 * channels)
             bytes.withUnsafeBytes { raw in
-                for i in 0..<(frames * channels) {
-                    let value = raw.loadUnaligned(fromByteOffset: 8 * i, as: UInt64.self)
-                    output.append(Float(Double(bitPattern: bigEndian ? value.bigEndian : value.littleEndian)))
+                output.appendSamples(frames * channels) { out in
+                    for i in out.indices {
+                        let value = raw.loadUnaligned(fromByteOffset: 8 * i, as: UInt64.self)
+                        out[i] = Float(Double(bitPattern: bigEndian ? value.bigEndian : value.littleEndian))
+                    }
                 }
             }
             return frames
         case .table(let table):
             let frames = bytes.count / channels
-            for byte in bytes.prefix(frames * channels) { output.append(table[Int(byte)]) }
+            bytes.withUnsafeBufferPointer { codes in
+                table.withUnsafeBufferPointer { table in
+                    output.appendSamples(frames * channels) { out in
+                        for i in out.indices { out[i] = table[Int(codes[i])] }
+                    }
+                }
+            }
             return frames
         case .imaADPCM(let blockBytes, let framesPerBlock):
             var block = bytes.prefix(blockBytes).map { $0 }
@@ -104,6 +93,45 @@ final class PCMPacketDecoder: StreamPacketDecoder {
             if block.count < blockBytes { block += [UInt8](repeating: 0, count: blockBytes - block.count) }
             Self.decodeIMABlock(block, channels: channels, frames: framesPerBlock, into: &output)
             return framesPerBlock
+        }
+    }
+
+    /// Integer samples of `width` bytes to Float32, as many as `out` holds: 8-bit unsigned
+    /// less 128, then each scaled by 2^-(bits-1).
+    private static func convertIntegers(_ raw: UnsafeRawBufferPointer, width: Int, bigEndian: Bool, signed: Bool,
+                                        into out: UnsafeMutableBufferPointer<Float>) {
+        switch (width, signed) {
+        case (1, false):
+            for i in out.indices { out[i] = (Float(Int(raw[i])) - 128) * (1 / 128) }
+        case (1, true):
+            for i in out.indices { out[i] = Float(Int8(bitPattern: raw[i])) * (1 / 128) }
+        case (2, _):
+            if Int(bitPattern: raw.baseAddress) % 2 == 0 {
+                // Aligned (a packet's own array): whole words, which the compiler vectorises.
+                raw.withMemoryRebound(to: UInt16.self) { words in
+                    if bigEndian {
+                        for i in out.indices { out[i] = Float(Int16(bitPattern: UInt16(bigEndian: words[i]))) * (1 / 32768) }
+                    } else {
+                        for i in out.indices { out[i] = Float(Int16(bitPattern: UInt16(littleEndian: words[i]))) * (1 / 32768) }
+                    }
+                }
+            } else {
+                for i in out.indices {
+                    let value = raw.loadUnaligned(fromByteOffset: 2 * i, as: UInt16.self)
+                    out[i] = Float(Int16(bitPattern: bigEndian ? UInt16(bigEndian: value) : UInt16(littleEndian: value))) * (1 / 32768)
+                }
+            }
+        case (3, _):
+            for i in out.indices {
+                let a = UInt32(raw[3 * i]), b = UInt32(raw[3 * i + 1]), c = UInt32(raw[3 * i + 2])
+                let value = bigEndian ? (a << 24 | b << 16 | c << 8) : (c << 24 | b << 16 | a << 8)
+                out[i] = Float(Int32(bitPattern: value)) * (1 / 2_147_483_648)
+            }
+        default:
+            for i in out.indices {
+                let value = raw.loadUnaligned(fromByteOffset: 4 * i, as: UInt32.self)
+                out[i] = Float(Int32(bitPattern: bigEndian ? value.bigEndian : value.littleEndian)) * (1 / 2_147_483_648)
+            }
         }
     }
 
@@ -170,6 +198,8 @@ final class PCMPacketDecoder: StreamPacketDecoder {
                 group += 4 * channels
             }
         }
-        for sample in samples { output.append(Float(sample) * (1 / 32768)) }
+        output.appendSamples(samples.count) { out in
+            for i in out.indices { out[i] = Float(samples[i]) * (1 / 32768) }
+        }
     }
 }

@@ -34,7 +34,6 @@ public final class StreamDecoder {
     private var untrimmedFrame = 0
     /// Trimmed frame below which decoded frames are dropped (after an exact seek).
     private var dropBefore = 0
-    private var scratch: [Float] = []
 
     /// Makes a decoder for packets of `dataFormat`.
     /// - Parameters:
@@ -79,13 +78,25 @@ public final class StreamDecoder {
     @discardableResult
     public func decode(_ packets: [StreamPacket], into output: inout [Float]) throws -> Int {
         var appended = 0
-        for packet in packets {
-            if let start = packet.startFrame { untrimmedFrame = start }
-            scratch.removeAll(keepingCapacity: true)
-            let frames = try codec.decode(packet, into: &scratch)
-            appended += keep(frames, into: &output)
-        }
+        for packet in packets { appended += try decode(packet, into: &output) }
         return appended
+    }
+
+    /// Decodes one packet, appending its trimmed frames to `output`: a packets callback can
+    /// decode each as it comes, into one reused buffer.
+    /// - Returns: The frames appended.
+    /// - Throws: `AudioError` when the packet cannot be decoded and cannot be skipped.
+    @discardableResult
+    public func decode(_ packet: StreamPacket, into output: inout [Float]) throws -> Int {
+        if let start = packet.startFrame { untrimmedFrame = start }
+        let before = output.count
+        do {
+            let frames = try codec.decode(packet, into: &output)
+            return keep(frames, decodedFrom: before, in: &output)
+        } catch {
+            output.removeSubrange(min(before, output.count)...)
+            throw error
+        }
     }
 
     /// Decodes packets and returns their trimmed frames.
@@ -109,8 +120,10 @@ public final class StreamDecoder {
         dropBefore = 0
     }
 
-    /// Appends the frames of `scratch` that survive the trims and advances the counters.
-    private func keep(_ frames: Int, into output: inout [Float]) -> Int {
+    /// Cuts the `frames` the codec appended to `output` at `start` down to those that
+    /// survive the trims (decoded in place: only a trimmed packet moves samples), and
+    /// advances the counters.
+    private func keep(_ frames: Int, decodedFrom start: Int, in output: inout [Float]) -> Int {
         let channels = format.channelCount
         let first = untrimmedFrame - trim.primingFrames
         untrimmedFrame += frames
@@ -118,8 +131,12 @@ public final class StreamDecoder {
         var upper = frames
         if let valid = trim.validFrames { upper = min(upper, max(0, valid - first)) }
         lower = min(lower, upper)
-        guard upper > lower else { return 0 }
-        output.append(contentsOf: scratch[(lower * channels)..<(upper * channels)])
+        guard upper > lower else {
+            output.removeSubrange(start...)
+            return 0
+        }
+        if start + upper * channels < output.count { output.removeSubrange((start + upper * channels)...) }
+        if lower > 0 { output.removeSubrange(start..<(start + lower * channels)) }
         position = first + upper
         return upper - lower
     }
