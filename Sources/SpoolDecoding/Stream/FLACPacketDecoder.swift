@@ -125,15 +125,17 @@ final class FLACPacketDecoder: StreamPacketDecoder {
             me.failure = AudioError(.corruptData, "a FLAC frame near byte \(me.sourceOffset) has \(frameChannels) channels of \(bits) bits; the stream has \(me.channels)")
             return FLAC__STREAM_DECODER_WRITE_STATUS_ABORT
         }
-        var planes: [UnsafePointer<FLAC__int32>] = []
-        for channel in 0..<frameChannels {
-            guard let plane = buffer[channel] else { return FLAC__STREAM_DECODER_WRITE_STATUS_ABORT }
-            planes.append(plane)
-        }
+        for channel in 0..<frameChannels where buffer[channel] == nil { return FLAC__STREAM_DECODER_WRITE_STATUS_ABORT }
         let scale = Float(sign: .plus, exponent: -(bits - 1), significand: 1)
-        me.decoded.reserveCapacity(me.decoded.count + blockSize * frameChannels)
-        for i in 0..<blockSize {
-            for plane in planes { me.decoded.append(Float(plane[i]) * scale) }
+        me.decoded.appendSamples(blockSize * frameChannels) { out in
+            for channel in 0..<frameChannels {
+                guard let plane = buffer[channel] else { continue }
+                var j = channel
+                for i in 0..<blockSize {
+                    out[j] = Float(plane[i]) * scale
+                    j += frameChannels
+                }
+            }
         }
         return FLAC__STREAM_DECODER_WRITE_STATUS_CONTINUE
     }

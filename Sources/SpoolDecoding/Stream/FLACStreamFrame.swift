@@ -151,6 +151,19 @@ struct FLACFrameHeader: Equatable {
         return crc
     }
 
+    /// `crc16Slices[k << 8 | b]`: the CRC-16 of byte `b` followed by `k` zero bytes, for
+    /// k in 0..<8 (slice-by-8: eight bytes in one step, each through its own table).
+    static let crc16Slices: [UInt16] = {
+        var tables = crc16Table
+        for k in 1..<8 {
+            for b in 0..<256 {
+                let previous = tables[(k - 1) << 8 | b]
+                tables.append(previous << 8 ^ crc16Table[Int(previous >> 8)])
+            }
+        }
+        return tables
+    }()
+
     /// The CRC-16 after one more byte.
     @inline(__always)
     static func crc16(_ crc: UInt16, _ byte: UInt8) -> UInt16 {

@@ -39,8 +39,6 @@ struct FLACStreamParser: StreamFormatParser {
     private var scan = 0
     /// CRC-16 of the held bytes before `scan`.
     private var crc: UInt16 = 0
-    /// The first place before `scan` where the CRC-16 held.
-    private var firstMatch: Int?
 
     /// Start offset and frame of the packets delivered, in frame order, for seeking.
     private var delivered: [(offset: Int, frame: Int)] = []
@@ -194,6 +192,10 @@ struct FLACStreamParser: StreamFormatParser {
         }
         let limit = info.frameBytesLimit
         while scan < input.count {
+            // The bytes up to the next 0xFF cannot start a header: into the CRC in one run.
+            (scan, crc) = input.withHeld { Self.crcRun($0, from: scan, limit: limit, crc: crc) }
+            if scan > limit { return passLimit(&input, &events) }
+            guard scan < input.count else { break }
             let byte = input[scan]
             if byte == 0xFF {
                 switch FLACFrameHeader.read(input, at: scan, info) {
@@ -206,7 +208,7 @@ struct FLACStreamParser: StreamFormatParser {
                         return true
                     }
                     if frame.isFollowed(by: next, info) || !confirmed {
-                        if let end = firstMatch {
+                        if let end = firstCRCMatch(input) {
                             // The frame ended there; what lies between is damage.
                             deliver(end, frame, checked: true, &input, &events)
                             input.consume(scan - end)
@@ -228,20 +230,67 @@ struct FLACStreamParser: StreamFormatParser {
             }
             crc = FLACFrameHeader.crc16(crc, byte)
             scan += 1
-            if crc == 0, firstMatch == nil { firstMatch = scan }
-            if scan > limit {
-                // No frame is this long: keep what checked, and look for the next header after it.
-                if let end = firstMatch {
-                    deliver(end, frame, checked: true, &input, &events)
-                } else {
-                    input.consume(1)
-                }
-                current = nil
-                confirmed = false
-                return true
-            }
+            if scan > limit { return passLimit(&input, &events) }
         }
         return false
+    }
+
+    /// No frame is this long: keeps what checked, and looks for the next header after it.
+    private mutating func passLimit(_ input: inout StreamInput, _ events: inout StreamEvents) -> Bool {
+        if let end = firstCRCMatch(input), let frame = current {
+            deliver(end, frame, checked: true, &input, &events)
+        } else {
+            input.consume(1)
+        }
+        current = nil
+        confirmed = false
+        return true
+    }
+
+    /// The CRC-16 over `held` from `start` up to the next 0xFF byte (which may start a
+    /// header), the end of what is held, or the byte past `limit`: where it stopped, and the
+    /// CRC there. Eight bytes at a time where none of them is 0xFF (slice-by-8).
+    private static func crcRun(_ held: UnsafeBufferPointer<UInt8>, from start: Int, limit: Int, crc: UInt16) -> (Int, UInt16) {
+        var i = start, crc = crc
+        let end = min(held.count, limit &+ 1)
+        guard let base = held.baseAddress else { return (i, crc) }
+        FLACFrameHeader.crc16Slices.withUnsafeBufferPointer { tables in
+            while i + 8 <= end {
+                let word = UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self)
+                // A byte of 0xFF is a zero byte of the complement.
+                let inverted = ~word
+                if (inverted &- 0x0101_0101_0101_0101) & ~inverted & 0x8080_8080_8080_8080 != 0 { break }
+                let b = UInt64(littleEndian: word)
+                func byte(_ k: UInt64) -> Int { Int(truncatingIfNeeded: (b >> (8 * k)) & 0xFF) }
+                let b0 = byte(0) ^ Int(crc >> 8), b1 = byte(1) ^ Int(crc & 0xFF)
+                crc = tables[7 << 8 | b0] ^ tables[6 << 8 | b1] ^ tables[5 << 8 | byte(2)] ^ tables[4 << 8 | byte(3)]
+                    ^ tables[3 << 8 | byte(4)] ^ tables[2 << 8 | byte(5)] ^ tables[1 << 8 | byte(6)] ^ tables[byte(7)]
+                i += 8
+            }
+            let table = UnsafeBufferPointer(rebasing: tables[0..<256])
+            while i < end {
+                let byte = held[i]
+                if byte == 0xFF { break }
+                crc = crc << 8 ^ table[Int(UInt8(truncatingIfNeeded: crc >> 8) ^ byte)]
+                i += 1
+            }
+        }
+        return (i, crc)
+    }
+
+    /// The first end, after the header and up to `scan`, at which the frame's CRC-16 comes
+    /// to 0: where a frame whose CRC failed at the next header may have ended (damage after
+    /// it). Looked for only then, byte by byte.
+    private func firstCRCMatch(_ input: StreamInput) -> Int? {
+        guard let frame = current, scan > frame.length else { return nil }
+        return input.withHeld { held in
+            var crc: UInt16 = 0
+            for i in 0..<min(scan, held.count) {
+                crc = FLACFrameHeader.crc16(crc, held[i])
+                if i + 1 > frame.length, crc == 0 { return i + 1 }
+            }
+            return nil
+        }
     }
 
     /// The frame with `header` starts at the first held byte.
@@ -250,7 +299,6 @@ struct FLACStreamParser: StreamFormatParser {
         scan = header.length
         crc = 0
         for i in 0..<header.length { crc = FLACFrameHeader.crc16(crc, input[i]) }
-        firstMatch = nil
     }
 
     /// Delivers the first `length` held bytes as the frame `header` heads.
@@ -283,7 +331,7 @@ struct FLACStreamParser: StreamFormatParser {
         if let frame = current, input.count > 0 {
             if crc == 0 {
                 deliver(input.count, frame, checked: true, &input, &events)
-            } else if let end = firstMatch {
+            } else if let end = firstCRCMatch(input) {
                 deliver(end, frame, checked: true, &input, &events)
             }
             // Otherwise the last frame was cut short: libFLAC would not decode it either.

@@ -35,6 +35,11 @@ struct StreamInput {
     /// Every held byte.
     var held: ArraySlice<UInt8> { storage[head...] }
 
+    /// Calls `body` with the held bytes, for a loop over many of them.
+    func withHeld<Result>(_ body: (UnsafeBufferPointer<UInt8>) throws -> Result) rethrows -> Result {
+        try storage.withUnsafeBufferPointer { try body(UnsafeBufferPointer(rebasing: $0[head...])) }
+    }
+
     /// Removes and returns the first `count` held bytes (`count` at most `self.count`).
     mutating func take(_ count: Int) -> [UInt8] {
         let taken = Array(storage[head..<(head + count)])
