@@ -40,6 +40,9 @@ struct OggStreamPageReader {
     private(set) var cutPage: (offset: Int, missing: Int)?
     /// Where the run of bytes being skipped began.
     private var runStart: Int?
+    /// Restarted at a seek's byte, which may lie inside a page: the bytes before the first
+    /// page found are the rest of that page, not damage.
+    private var seeking = false
     /// Most gaps kept apart.
     private static let gapLimit = 256
 
@@ -86,8 +89,9 @@ struct OggStreamPageReader {
                 offset: input.offset, size: size, headerType: whole[w + 5], granulePosition: le(6, Int64.self),
                 serialNumber: le(14, UInt32.self), sequenceNumber: le(18, UInt32.self), lacing: Array(table),
                 body: Array(whole[(w + 27 + segments)...]))
-            if let start = runStart { addGap(start..<input.offset) }
+            if let start = runStart, !seeking { addGap(start..<input.offset) }
             runStart = nil
+            seeking = false
             cutPage = nil
             input.consume(size)
             return page
@@ -147,6 +151,7 @@ struct OggStreamPageReader {
     mutating func restart() {
         runStart = nil
         cutPage = nil
+        seeking = true
     }
 }
 

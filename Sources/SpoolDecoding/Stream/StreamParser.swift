@@ -67,7 +67,8 @@ public final class StreamParser {
     ///   bytes with the same error. `.invalidState` after `finish()`.
     public func parse(_ bytes: UnsafeRawBufferPointer, discontinuity: Bool = false) throws {
         try checkUsable()
-        if discontinuity {
+        // After a seek that opened a finished stream again, the next bytes always follow it.
+        if discontinuity || input.isFinished {
             input.restart(at: lastSeek?.byteOffset ?? input.offset + input.count)
             format?.discontinuity(at: lastSeek)
         }
@@ -147,7 +148,7 @@ public final class StreamParser {
         guard seconds.isFinite, seconds >= 0 else {
             throw AudioError(.invalidParameter, "a stream seek time must be a finite number of seconds from 0; got \(seconds)")
         }
-        guard properties.readyToProducePackets, let dataFormat = properties.dataFormat, let format else {
+        guard properties.readyToProducePackets, let dataFormat = properties.dataFormat else {
             throw AudioError(.invalidState, "a stream parser can seek only once it is ready to produce packets")
         }
         let frames = seconds * dataFormat.sampleRate
@@ -157,8 +158,26 @@ public final class StreamParser {
         guard frames < Double(Int.max / 2) else {
             throw AudioError(.outOfRange, "\(seconds) s is past the end of any stream")
         }
-        let point = try format.seekPoint(toFrame: Int(frames.rounded(.down)), properties)
+        return try seek(toFrame: Int(frames.rounded(.down)))
+    }
+
+    /// Where to feed from to play from stream frame `frame` (after trimming); as
+    /// `seek(toTime:)`. A seek after `finish()` opens the stream again: the bytes fed from
+    /// the point on are parsed as after any seek.
+    /// - Throws: `.invalidParameter` for a negative frame; otherwise as `seek(toTime:)`.
+    public func seek(toFrame frame: Int) throws -> StreamSeekPoint {
+        if let failure { throw failure }
+        guard frame >= 0 else { throw AudioError(.invalidParameter, "a stream seek frame must be 0 or more; got \(frame)") }
+        guard properties.readyToProducePackets, let format else {
+            throw AudioError(.invalidState, "a stream parser can seek only once it is ready to produce packets")
+        }
+        if let duration = properties.duration, !duration.isEstimated, let total = duration.frames, frame > total {
+            throw AudioError(.outOfRange, "frame \(frame) is past the end of the stream (\(total) frames)")
+        }
+        guard frame < Int.max / 4 else { throw AudioError(.outOfRange, "frame \(frame) is past the end of any stream") }
+        let point = try format.seekPoint(toFrame: frame, properties)
         lastSeek = point
+        finished = false
         return point
     }
 

@@ -8,12 +8,18 @@ import SpoolCore
 /// The initializer reads until the parser is ready to produce packets (the format is then
 /// known); `read(into:)` reads on as it needs. `frameCount` is the parser's duration: exact
 /// when the stream states it, otherwise an estimate (`isFrameCountExact` false) until the
-/// stream ends. A stream read once cannot go back far: `seek(toFrame:)` goes forward by
-/// decoding and dropping frames, back over the last `rewindFrames` read from what it kept,
-/// and refuses to go further back with `.unsupported`.
+/// stream ends. Without a `seeker` (a pipe), a stream read once cannot go back far:
+/// `seek(toFrame:)` goes forward by decoding and dropping frames, back over the last
+/// `rewindFrames` read from what it kept, and refuses to go further back with `.unsupported`.
+/// With a `seeker` (an HTTP source that takes ranges), a seek further back, or further ahead
+/// than `forwardDecodeSeconds`, asks the parser for the byte to read from
+/// (`StreamParser.seek(toFrame:)`), moves the reader there and feeds on with a discontinuity:
+/// exact where the parser's point is (CBR, PCM, frames seen), from an estimate otherwise.
 public final class StreamingDecoder: AudioDecoder {
     /// Reads up to `buffer.count` bytes into `buffer`; returns 0 at the end of the stream.
     public typealias Reader = (UnsafeMutableRawBufferPointer) throws -> Int
+    /// Moves the reader so that its next byte is the stream's byte at the given offset.
+    public typealias Seeker = (Int) throws -> Void
 
     public let format: AudioFormat
     public private(set) var frameCount: Int
@@ -25,6 +31,9 @@ public final class StreamingDecoder: AudioDecoder {
 
     private let name: String
     private let reader: Reader
+    private let seeker: Seeker?
+    /// The next bytes follow a seek.
+    private var discontinuous = false
     private let parser: StreamParser
     private let decoder: StreamDecoder
     private let box: PacketBox
@@ -47,9 +56,11 @@ public final class StreamingDecoder: AudioDecoder {
     ///   - typeHint: A file extension or MIME type; it only breaks ties.
     ///   - reader: Reads the stream's next bytes.
     /// - Throws: The parser's `AudioError` (`.emptyInput`, `.unsupportedFormat`, …), or the reader's.
-    public init(name: String, typeHint: String? = nil, reader: @escaping Reader) throws {
+    ///   - seeker: Moves the reader to a byte offset, for a reader that can (nil: a pipe).
+    public init(name: String, typeHint: String? = nil, reader: @escaping Reader, seeker: Seeker? = nil) throws {
         self.name = name
         self.reader = reader
+        self.seeker = seeker
         let box = PacketBox()
         self.box = box
         let parser = StreamParser(typeHint: typeHint, packets: { box.packets.append(contentsOf: $0) })
@@ -102,22 +113,66 @@ public final class StreamingDecoder: AudioDecoder {
     /// ahead and starts again from 0) needs no bytes again.
     public static let rewindFrames = 1 << 16
 
+    /// How far ahead a seek decodes and drops frames rather than moving a `seeker`.
+    public static let forwardDecodeSeconds = 2.0
+
     public func seek(toFrame frame: Int) throws {
         let channels = format.channelCount
         if frame < position {
-            guard position - frame <= pendingStart / channels else {
+            if position - frame <= pendingStart / channels {
+                pendingStart -= (position - frame) * channels
+                position = frame
+                return
+            }
+            guard seeker != nil else {
                 throw AudioError(.unsupported, "\(name): a stream read once cannot seek back further than \(Self.rewindFrames) frames (from frame \(position) to \(frame))")
             }
-            pendingStart -= (position - frame) * channels
-            position = frame
-            return
+            return try seekBytes(toFrame: frame)
         }
+        let decoded = (pending.count - pendingStart) / channels
+        if seeker != nil, Double(frame - position - decoded) > Self.forwardDecodeSeconds * format.sampleRate {
+            return try seekBytes(toFrame: frame)
+        }
+        try decodeForward(to: frame)
+    }
+
+    /// Decodes and drops frames up to `frame`.
+    private func decodeForward(to frame: Int) throws {
+        let channels = format.channelCount
         var scratch = [Float](repeating: 0, count: 4096 * channels)
         while position < frame {
             let want = min(4096, frame - position) * channels
             let got = try scratch.withUnsafeMutableBufferPointer { try read(into: UnsafeMutableBufferPointer(rebasing: $0[0..<want])) }
             if got == 0 { throw AudioError(.outOfRange, "\(name): frame \(frame) is past the end (\(position) frames)") }
         }
+    }
+
+    /// Whether a seek that the stream can only estimate (a VBR MP3 past the frames seen, an
+    /// Ogg stream by its bit rate) decodes its way to the exact frame instead (from the
+    /// start, for a seek back): slower, and every frame where the file decoder puts it.
+    public var seeksExactly = false
+
+    /// Moves the reader to the parser's seek point for `frame` and starts decoding there.
+    private func seekBytes(toFrame frame: Int, estimateAllowed: Bool = false) throws {
+        guard let seeker else { return }
+        let point: StreamSeekPoint
+        do {
+            point = try parser.seek(toFrame: frame)
+            if point.isEstimated, seeksExactly, !estimateAllowed {
+                if frame < position { try seekBytes(toFrame: 0, estimateAllowed: true) }
+                return try decodeForward(to: frame)
+            }
+            try seeker(point.byteOffset)
+        } catch let error as AudioError {
+            throw AudioError(error.code, "\(name): \(error.message)", underlying: error.underlying)
+        }
+        box.packets.removeAll(keepingCapacity: true)
+        pending.removeAll(keepingCapacity: true)
+        pendingStart = 0
+        ended = false
+        decoder.seek(to: point)
+        discontinuous = true
+        position = point.isEstimated ? point.frame : point.targetFrame
     }
 
     /// Reads and parses the next bytes and decodes the packets they complete.
@@ -128,7 +183,9 @@ public final class StreamingDecoder: AudioDecoder {
                 try parser.finish()
                 ended = true
             } else {
-                try chunk.withUnsafeBytes { try parser.parse(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
+                let discontinuity = discontinuous
+                discontinuous = false
+                try chunk.withUnsafeBytes { try parser.parse(UnsafeRawBufferPointer(rebasing: $0[0..<count]), discontinuity: discontinuity) }
             }
             decoder.updatePacketTableInfo(parser.packetTableInfo)
             let packets = box.packets
