@@ -26,6 +26,8 @@ enum DecodeCommand {
         let duration = try args.double("duration", in: 0...1e9)
 
         let decoder = try StandardInput.open(path)
+        // --start is a frame, exact as from the file, even where a stream can only estimate it.
+        (decoder as? StreamingDecoder)?.seeksExactly = true
         let format = decoder.format
         let startFrame = format.frames(forSeconds: start)
         guard startFrame <= decoder.frameCount || !decoder.isFrameCountExact else {

@@ -61,8 +61,16 @@ enum InfoCommand {
         var failure: AudioError?
         for path in args.operands {
             do {
-                let decoder = try StandardInput.open(path)
-                if StandardInput.names(path) { try StandardInput.readToEnd(decoder) }
+                let decoder: any AudioDecoder
+                if let url = StandardInput.remoteURL(path) {
+                    // Read to the end where the stream states no exact count (and has an end).
+                    let (remote, source) = try RemoteAudio.open(url)
+                    if !remote.isFrameCountExact, !source.response.isLive { try StandardInput.readToEnd(remote) }
+                    decoder = remote
+                } else {
+                    decoder = try StandardInput.open(path)
+                    if StandardInput.names(path) { try StandardInput.readToEnd(decoder) }
+                }
                 let info = decoder.info
                 entries.append(.report(Report(
                     file: path, container: info.container, codec: info.codec,

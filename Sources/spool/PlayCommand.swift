@@ -61,7 +61,7 @@ enum PlayCommand {
         var options = try parse(args)
 
         // A name mistyped is told before anything plays, not after the files before it.
-        for path in options.paths where !StandardInput.names(path) && access(path, R_OK) != 0 {
+        for path in options.paths where !StandardInput.names(path) && StandardInput.remoteURL(path) == nil && access(path, R_OK) != 0 {
             throw AudioError(.fileNotFound, "\(path): cannot open: \(String(cString: strerror(errno)))")
         }
         // Without --device-rate the device runs at the highest rate among the files: none is
@@ -104,7 +104,7 @@ enum PlayCommand {
     /// The rate of a file, or of standard input (`-`) opened already.
     private static func sampleRate(of path: String, _ options: Options) throws -> Double {
         if StandardInput.names(path), let stream = options.standardInput { return stream.format.sampleRate }
-        return try DecoderRegistry.shared.open(path: path).format.sampleRate
+        return try StandardInput.open(path).format.sampleRate
     }
 
     /// Opens the output and plays the files on it.
@@ -190,7 +190,7 @@ final class PlaySession {
         settings = options.settings
         let items = options.paths[first...].map { path in
             if StandardInput.names(path), let stream = options.standardInput { return PlaylistItem.stream(stream) }
-            return PlaylistItem.file(URL(fileURLWithPath: path))
+            return PlaylistItem.file(StandardInput.url(path))
         }
         playlist = try Playlist(items: items, backend: output.backend, eventQueue: eventQueue)
         reports = PlaylistReports(playlist)

@@ -150,7 +150,7 @@ public final class AudioPlayer: Sendable {
     /// The corresponding Apple call is `AVAudioPlayer(contentsOf:)`.
     public convenience init(contentsOf url: URL, backend: (any PlaybackBackend)? = nil,
                             eventQueue: DispatchQueue? = nil) throws {
-        let decoder = try DecoderRegistry.shared.open(.file(url))
+        let decoder = try RemoteAudio.decoder(for: url)
         try self.init(source: PrefetchingDecoder(decoder), url: url, data: nil, backend: backend, eventQueue: eventQueue)
     }
 

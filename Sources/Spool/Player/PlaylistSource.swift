@@ -35,7 +35,7 @@ public enum PlaylistItem: Sendable, CustomStringConvertible {
     /// - Throws: The decoder's error; `.outOfRange` when `startFrame` is at or past the end.
     func open(at format: AudioFormat, startFrame: Int) throws -> ConvertingDecoder {
         let decoder: any AudioDecoder = switch self {
-        case .file(let url): PrefetchingDecoder(try DecoderRegistry.shared.open(.file(url)))
+        case .file(let url): PrefetchingDecoder(try RemoteAudio.decoder(for: url))
         case .data(let data, let hint): PrefetchingDecoder(try DecoderRegistry.shared.open(.memory(data, typeHint: hint)))
         case .buffer(let buffer): PCMBufferDecoder(buffer)
         case .stream(let stream): PrefetchingDecoder(try stream.take())
