@@ -481,7 +481,7 @@ public final class HTTPSource: @unchecked Sendable {
         let handler: (@Sendable (String, Int) -> Void)? = state.withLock { state in
             guard task.taskDescription == "\(state.generation)", !state.closed, state.failure == nil else { return nil }
             data.withUnsafeBytes { raw in
-                var audio = [UInt8]()
+                var audio: [UInt8] = []
                 audio.reserveCapacity(raw.count)
                 state.metadata.split(raw, audio: &audio, titles: &titles)
                 // Titles are placed by the stream offset of the audio byte they come before.
