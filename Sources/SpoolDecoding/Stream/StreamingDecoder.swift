@@ -100,7 +100,7 @@ public final class StreamingDecoder: AudioDecoder {
         for i in 0..<samples { buffer[i] = pending[pendingStart + i] }
         pendingStart += samples
         // What was read stays for a seek back of up to `rewindFrames`.
-        let kept = Self.rewindFrames * channels
+        let kept = max(0, min(keptFrames, Self.rewindFrames)) * channels
         if pendingStart > 2 * kept {
             pending.removeSubrange(0..<(pendingStart - kept))
             pendingStart = kept
@@ -112,9 +112,11 @@ public final class StreamingDecoder: AudioDecoder {
     /// Frames kept after they are read, so that a seek back over them (a player that read
     /// ahead and starts again from 0) needs no bytes again.
     public static let rewindFrames = 1 << 16
+    /// Frames this decoder keeps after they are read (`rewindFrames` unless set lower).
+    public var keptFrames = StreamingDecoder.rewindFrames
 
     /// How far ahead a seek decodes and drops frames rather than moving a `seeker`.
-    public static let forwardDecodeSeconds = 2.0
+    public var forwardDecodeSeconds = 2.0
 
     public func seek(toFrame frame: Int) throws {
         let channels = format.channelCount
@@ -130,7 +132,7 @@ public final class StreamingDecoder: AudioDecoder {
             return try seekBytes(toFrame: frame)
         }
         let decoded = (pending.count - pendingStart) / channels
-        if seeker != nil, Double(frame - position - decoded) > Self.forwardDecodeSeconds * format.sampleRate {
+        if seeker != nil, Double(frame - position - decoded) > forwardDecodeSeconds * format.sampleRate {
             return try seekBytes(toFrame: frame)
         }
         try decodeForward(to: frame)
@@ -157,7 +159,13 @@ public final class StreamingDecoder: AudioDecoder {
         guard let seeker else { return }
         let point: StreamSeekPoint
         do {
-            point = try parser.seek(toFrame: frame)
+            do {
+                point = try parser.seek(toFrame: frame)
+            } catch let error as AudioError where error.code == .unsupported && !estimateAllowed {
+                // Nothing to estimate by yet (an Ogg Opus stream before its pages): decode there.
+                if frame < position { try seekBytes(toFrame: 0, estimateAllowed: true) }
+                return try decodeForward(to: frame)
+            }
             if point.isEstimated, seeksExactly, !estimateAllowed {
                 if frame < position { try seekBytes(toFrame: 0, estimateAllowed: true) }
                 return try decodeForward(to: frame)
