@@ -576,7 +576,7 @@ struct ContentRange: Equatable {
         guard parts.count == 2, parts[0].lowercased() == "bytes" else { return nil }
         let spanAndTotal = parts[1].split(separator: "/", maxSplits: 1)
         guard spanAndTotal.count == 2 else { return nil }
-        let span = spanAndTotal[0].split(separator: "-", maxSplits: 1)
+        let span = spanAndTotal[0].split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
         guard span.count == 2, let first = Int(span[0]), let last = Int(span[1]), first >= 0, last >= first else { return nil }
         self.first = first
         self.last = last
