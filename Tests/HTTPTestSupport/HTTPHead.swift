@@ -23,12 +23,3 @@ enum HTTPHead {
         return headers
     }
 }
-
-extension Duration {
-    /// The duration in whole milliseconds, rounded up, for `poll`'s timeout; at least 0.
-    var pollMilliseconds: Int32 {
-        let (seconds, attoseconds) = components
-        let milliseconds = seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
-        return Int32(clamping: max(0, milliseconds))
-    }
-}

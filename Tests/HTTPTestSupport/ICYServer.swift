@@ -88,7 +88,7 @@ public final class ICYServer: Sendable {
     }
 
     /// A connection's thread: reads the request head (for at most 5 s), answers, sends the
-    /// body with or without metadata, and half-closes.
+    /// body with or without metadata, half-closes, and waits for the client to close.
     private static func serve(_ client: Int32, station: Station, wake: WakeSignal) {
         guard let headers = readRequestHeaders(client, wake: wake) else { return }
         station.requestHeaders.withLock { $0.append(headers) }
@@ -120,6 +120,7 @@ public final class ICYServer: Sendable {
             }
         }
         shutdown(client, Int32(SHUT_WR))
+        Socket.drain(client, wake: wake)
     }
 
     /// Reads a request head, for at most 5 s and 64 KiB.

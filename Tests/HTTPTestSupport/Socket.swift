@@ -152,6 +152,22 @@ enum Socket {
         return received < 0 ? -1 : received
     }
 
+    /// Reads and drops what the peer sends until it closes, for at most `timeoutMilliseconds`,
+    /// after this side has half-closed: closing a socket with received bytes unread resets the
+    /// connection, and a reset can discard the end of the body before the client has read it.
+    static func drain(_ descriptor: Int32, wake: WakeSignal, timeoutMilliseconds: Int32 = 2000) {
+        let deadline = ContinuousClock.now + .milliseconds(Int(timeoutMilliseconds))
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let remaining = ContinuousClock.now.duration(to: deadline)
+            guard remaining > .zero,
+                  case .ready = wait(descriptor, for: Int16(POLLIN), wake: wake,
+                                     timeoutMilliseconds: remaining.pollMilliseconds)
+            else { return }
+            if let count = receive(from: descriptor, into: &buffer), count <= 0 { return }
+        }
+    }
+
     /// The local port a socket is bound to.
     static func port(of descriptor: Int32) throws -> Int {
         var address = sockaddr_in()
@@ -222,5 +238,14 @@ final class WakeSignal: Sendable {
     func signal() {
         var byte: UInt8 = 1
         _ = write(writeEnd, &byte, 1)
+    }
+}
+
+extension Duration {
+    /// The duration in whole milliseconds, rounded up, for `poll`'s timeout; at least 0.
+    var pollMilliseconds: Int32 {
+        let (seconds, attoseconds) = components
+        let milliseconds = seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
+        return Int32(clamping: max(0, milliseconds))
     }
 }
