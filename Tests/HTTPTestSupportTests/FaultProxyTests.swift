@@ -75,6 +75,17 @@ struct FaultProxyTests {
         #expect(!requests[1].hasSuffix("\r\n"))
     }
 
+    @Test func closesTheClientWhenTheTargetRefuses() throws {
+        let folder = try ServedFolder(byteCount: 10)
+        let server = try NginxServer(root: folder.url)
+        server.stop()
+        let proxy = try FaultProxy(targetPort: server.port)
+        let response = try RawHTTP.get(port: proxy.port, path: "/noise.bin")
+        #expect(response.byteCount == 0)
+        #expect(response.ending != .timedOut)
+        #expect(proxy.connectionCount == 1)
+    }
+
     @Test func stopClosesTheListeningSocketAndOpenConnections() async throws {
         let folder = try ServedFolder()
         let server = try NginxServer(root: folder.url)
