@@ -113,9 +113,9 @@ let package = Package(
         .testTarget(name: "SeamConformanceTests",
                     dependencies: ["SpoolBufferQueue", "SpoolCore", "SpoolOutput", "SpoolOpenAL", "SpoolDecoding",
                                    "SoundServerTestSupport", "SpoolTestSupport"]),
-        .testTarget(name: "SpoolTests", dependencies: ["Spool", "SoundServerTestSupport", "SpoolTestSupport"]),
+        .testTarget(name: "SpoolTests", dependencies: ["Spool", "SoundServerTestSupport", "SpoolTestSupport", "HTTPTestSupport"]),
         .testTarget(name: "SpoolToolTests", dependencies: ["spool", "Spool", "SpoolCore", "SpoolBenchmarks", "SpoolTestSupport",
-                                                           "SoundServerTestSupport"]),
+                                                           "SoundServerTestSupport", "HTTPTestSupport"]),
 
         // MARK: - Test support
 
@@ -131,6 +131,10 @@ let package = Package(
         .target(name: "SpoolTestSupport",
                 dependencies: ["SpoolCore", "SpoolOutput", "SpoolBufferQueue", "SpoolOpenAL", "CAllocationCounter"],
                 path: "Tests/SpoolTestSupport"),
+        // Real HTTP servers for the streaming tests: nginx, a response-cutting proxy, an ICY station.
+        .target(name: "HTTPTestSupport", path: "Tests/HTTPTestSupport"),
+        // The proof that each of those servers answers as its streaming tests will expect.
+        .testTarget(name: "HTTPTestSupportTests", dependencies: ["HTTPTestSupport"], path: "Tests/HTTPTestSupportTests"),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -15,6 +15,7 @@ packages=(
     libsoundtouch-dev                              # time-stretch (pitch-preserving rate)
     pulseaudio pulseaudio-utils libasound2-plugins # sound server with a null sink, parec, ALSA `default` → server
     libpulse-dev                                   # the acoustic check's in-process monitor recorder
+    nginx libcurl4                                 # HTTP streaming tests: nginx serves, URLSession (libcurl) fetches
 )
 missing=()
 for p in "${packages[@]}"; do
