@@ -1,0 +1,73 @@
+import Foundation
+import HTTPTestSupport
+import Spool
+import SpoolTestSupport
+import Testing
+
+/// Audio over HTTP from a real nginx on 127.0.0.1: decoded as it downloads, every frame what
+/// the file decoder gives, seeks by Range exact, and the server's refusals clear errors.
+@Suite("HTTP sources against nginx")
+struct HTTPSourceTests {
+    static let files = ["mp3-44100-stereo.mp3", "vorbis-44100-stereo.ogg", "flac-44100-stereo-s16.flac", "wav-44100-stereo-s16.wav"]
+
+    static func server() throws -> NginxServer {
+        try NginxServer(root: URL(fileURLWithPath: fixture("mp3-44100-stereo.mp3")).deletingLastPathComponent())
+    }
+
+    @Test("a URL decodes to the file's frames, sample for sample, in small windows and over a slow link", arguments: files)
+    func decodesAsTheFile(_ name: String) throws {
+        let nginx = try Self.server()
+        let reference = try DecoderRegistry.shared.open(path: fixture(name)).decodeAll()
+        let small = HTTPSource.Configuration(readAheadBytes: 8192, requestBytes: 4096)
+        for (path, configuration) in [(name, small), ("rate/200000/\(name)", HTTPSource.Configuration())] {
+            let (decoder, source) = try RemoteAudio.open(nginx.url(path), configuration: configuration)
+            let decoded = try decoder.decodeAll()
+            #expect(decoded.samples == reference.samples, "\(path)")
+            #expect(decoder.warnings.isEmpty, "\(path): \(decoder.warnings)")
+            #expect(source.response.acceptsRanges)
+            #expect(source.bufferedBytes == 0)
+        }
+    }
+
+    @Test("a seek by Range reads the file decoder's frames from there", arguments: files)
+    func seeksByRange(_ name: String) throws {
+        let nginx = try Self.server()
+        let reference = try DecoderRegistry.shared.open(path: fixture(name)).decodeAll()
+        let channels = reference.format.channelCount
+        let (decoder, _) = try RemoteAudio.open(nginx.url(name), configuration: .init(readAheadBytes: 4096, requestBytes: 2048))
+        decoder.forwardDecodeSeconds = 0
+        decoder.keptFrames = 0
+        decoder.seeksExactly = true
+        for target in [reference.frameCount * 2 / 3, reference.frameCount / 4, 0] {
+            try decoder.seek(toFrame: target)
+            var out = [Float](repeating: 0, count: 1_000 * channels)
+            let got = try out.withUnsafeMutableBufferPointer { try decoder.read(into: $0) }
+            #expect(got == 1_000)
+            #expect(out == Array(reference.samples[(target * channels)..<((target + 1_000) * channels)]), "\(name) from \(target)")
+        }
+    }
+
+    @Test("404, 500, an HTML page and a redirect: clear errors naming the status or type, and the file after a redirect")
+    func refusals() throws {
+        let nginx = try Self.server()
+        let cases: [(String, AudioError.Code, String)] = [
+            ("status/404", .fileNotFound, "HTTP 404"), ("status/500", .readFailed, "HTTP 500"),
+            ("html/page", .unsupportedFormat, "text/html"), ("missing.mp3", .fileNotFound, "HTTP 404"),
+        ]
+        for (path, code, words) in cases {
+            do {
+                _ = try RemoteAudio.open(nginx.url(path))
+                Issue.record("\(path) opened")
+            } catch let error as AudioError {
+                #expect(error.code == code, "\(path): \(error)")
+                #expect(error.message.contains(words) && error.message.contains("127.0.0.1"), "\(path): \(error.message)")
+            }
+        }
+        let reference = try DecoderRegistry.shared.open(path: fixture("wav-44100-stereo-s16.wav")).decodeAll()
+        let (decoder, source) = try RemoteAudio.open(nginx.url("redirect-twice/wav-44100-stereo-s16.wav"))
+        #expect(try decoder.decodeAll().samples == reference.samples)
+        #expect(source.response.url.path == "/wav-44100-stereo-s16.wav")
+        #expect(throws: AudioError.self) { try HTTPSource(url: URL(fileURLWithPath: "/tmp/x.mp3")) }
+        #expect(throws: AudioError.self) { try HTTPSource(url: nginx.url("x"), configuration: .init(timeout: .nan)) }
+    }
+}
