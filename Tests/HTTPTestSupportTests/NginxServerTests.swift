@@ -55,7 +55,8 @@ struct NginxServerTests {
         #expect(response.statusCode == 206)
         #expect(body == Array(folder.bytes[..<65_536]))
         #expect(elapsed >= .milliseconds(1500), "64 KiB at 32000 B/s took \(elapsed)")
-        #expect(elapsed < .seconds(5))
+        // An upper bound only against a rate ignored for good: a loaded machine runs late.
+        #expect(elapsed < .seconds(30))
     }
 
     @Test func redirectsOnceAndTwiceToTheFile() async throws {
