@@ -40,6 +40,7 @@ struct FaultProxyTests {
         let proxy = try FaultProxy(targetPort: server.port)
         proxy.cutNextResponse(afterBodyBytes: 10_000)
         let session = makeSession()
+        defer { session.finishTasksAndInvalidate() }
         await #expect(throws: (any Error).self) {
             _ = try await fetch(proxy.url("noise.bin"), session: session)
         }
@@ -63,6 +64,7 @@ struct FaultProxyTests {
         let server = try NginxServer(root: folder.url)
         let proxy = try FaultProxy(targetPort: server.port)
         let session = makeSession()
+        defer { session.finishTasksAndInvalidate() }
         _ = try await fetch(proxy.url("noise.bin"), session: session)
         let (body, response) = try await fetch(proxy.url("noise.bin"), headers: ["Range": "bytes=5000-"], session: session)
         #expect(response.statusCode == 206)
@@ -92,6 +94,7 @@ struct FaultProxyTests {
         let proxy = try FaultProxy(targetPort: server.port)
         // A kept-alive connection whose thread waits in the proxy until the proxy stops.
         let session = makeSession()
+        defer { session.finishTasksAndInvalidate() }
         _ = try await fetch(proxy.url("noise.bin"), session: session)
         proxy.stop()
         proxy.stop()

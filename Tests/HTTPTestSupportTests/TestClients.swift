@@ -57,10 +57,18 @@ func makeSession() -> URLSession {
 }
 
 /// Fetches `url` with URLSession.
+/// - Parameter session: The session to fetch with, which the caller invalidates; `nil` for a
+///   session of the call's own, invalidated when the call returns (a session lives, holding
+///   its connections, until it is invalidated).
 /// - Returns: The body and the HTTP response.
-func fetch(_ url: URL, headers: [String: String] = [:], session: URLSession = makeSession()) async throws
+func fetch(_ url: URL, headers: [String: String] = [:], session: URLSession? = nil) async throws
     -> (body: [UInt8], response: HTTPURLResponse)
 {
+    guard let session else {
+        let session = makeSession()
+        defer { session.finishTasksAndInvalidate() }
+        return try await fetch(url, headers: headers, session: session)
+    }
     var request = URLRequest(url: url)
     request.timeoutInterval = 5
     for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
