@@ -131,6 +131,11 @@ public final class HTTPSource: @unchecked Sendable {
         let settings = URLSessionConfiguration.ephemeral
         settings.timeoutIntervalForRequest = self.configuration.timeout
         settings.requestCachePolicy = .reloadIgnoringLocalCacheData
+        // No URL cache at all: FoundationNetworking looks a request up in its cache on a
+        // background queue before the request's protocol exists, and a task cancelled in that
+        // window (every seek cancels the request the last one started) reports its failure
+        // after the session has forgotten the task, which traps. Audio is read once anyway.
+        settings.urlCache = nil
         settings.httpMaximumConnectionsPerHost = 1
         let queue = OperationQueue()
         queue.maxConcurrentOperationCount = 1
