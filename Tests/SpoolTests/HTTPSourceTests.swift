@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import HTTPTestSupport
 import Spool
 import SpoolCore
@@ -74,6 +77,81 @@ struct HTTPSourceTests {
             filled += got
         }
         #expect(bytes == Array(file[offset..<(offset + bytes.count)]))
+    }
+
+    @Test("a connection cut mid-body is resumed by Range at the byte where it broke: every frame once, none lost", arguments: [
+        "mp3-44100-stereo.mp3", "wav-44100-stereo-s16.wav",
+    ])
+    func resumesWhereTheConnectionBroke(_ name: String) throws {
+        let nginx = try Self.server()
+        let proxy = try FaultProxy(targetPort: nginx.port)
+        let reference = try DecoderRegistry.shared.open(path: fixture(name)).decodeAll()
+        let cut = try Data(contentsOf: URL(fileURLWithPath: fixture(name))).count * 2 / 5
+        proxy.cutNextResponse(afterBodyBytes: cut)
+        let (decoder, source) = try RemoteAudio.open(proxy.url(name))
+        let decoded = try decoder.decodeAll()
+        #expect(decoded.samples == reference.samples)
+        #expect(decoder.warnings.isEmpty, "\(decoder.warnings)")
+        #expect(source.bufferedBytes == 0)
+        let ranges = proxy.requests.compactMap { head in
+            head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("range:") }.map(String.init)
+        }
+        #expect(ranges.count == 2, "\(proxy.requests)")
+        #expect(ranges.last?.hasPrefix("Range: bytes=\(cut)-") == true, "\(ranges)")
+    }
+
+    @Test("a file changed on the server between a cut and the resume is an error, not spliced audio")
+    func aFileChangedBeforeTheResumeIsAnError() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("spool-http-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let original = try Data(contentsOf: URL(fileURLWithPath: fixture("wav-44100-stereo-s16.wav")))
+        let served = folder.appendingPathComponent("song.wav")
+        try original.write(to: served)
+        let nginx = try NginxServer(root: folder)
+        let proxy = try FaultProxy(targetPort: nginx.port)
+        proxy.cutNextResponse(afterBodyBytes: 20_000)
+        let source = try HTTPSource(url: proxy.url("song.wav"))
+        // Another file under the same name, longer, so that its ETag differs whatever the clock.
+        try (original + Data(repeating: 0, count: 4096)).write(to: folder.appendingPathComponent("next.wav"))
+        #expect(rename(folder.appendingPathComponent("next.wav").path, served.path) == 0)
+        var bytes = [UInt8](repeating: 0, count: original.count)
+        var read = 0
+        do {
+            while read < bytes.count {
+                let got = try bytes[read...].withUnsafeMutableBytes { try source.read(into: $0) }
+                if got == 0 { break }
+                read += got
+            }
+            Issue.record("read \(read) bytes of a changed file without an error")
+        } catch let error as AudioError {
+            #expect(error.code == .readFailed)
+            #expect(error.message.contains("changed"), "\(error.message)")
+            #expect(read == 20_000)
+            #expect(bytes[..<read] == original.prefix(read).map { $0 }[...])
+        }
+    }
+
+    @Test("a radio station's titles are taken out of the audio and arrive with the audio byte they come before")
+    func radioTitlesArriveAtTheirBytes() throws {
+        let name = "mp3-44100-stereo.mp3"
+        let body = try [UInt8](Data(contentsOf: URL(fileURLWithPath: fixture(name))))
+        let interval = 1_000
+        let titles = [(atByte: 0, title: "First song"), (atByte: 2_500, title: "Second – ‘quoted’ song"), (atByte: 7_000, title: "Third")]
+        let station = try ICYServer(body: body, metaInterval: interval, titles: titles)
+        let heard = Locked<[(String, Int)]>([])
+        let (decoder, source) = try RemoteAudio.open(station.url("stream"), onTitle: { title, byte in
+            heard.withLock { $0.append((title, byte)) }
+        })
+        #expect(source.response.isLive)
+        #expect(source.response.metadataInterval == interval)
+        let reference = try DecoderRegistry.shared.open(path: fixture(name)).decodeAll()
+        #expect(try decoder.decodeAll().samples == reference.samples)
+        let got = heard.withLock { $0 }
+        #expect(got.map(\.0) == titles.map(\.title))
+        // Each title comes in the first block at or after the byte it takes effect from.
+        #expect(got.map(\.1) == titles.map { max(interval, ($0.atByte + interval - 1) / interval * interval) })
+        #expect(station.requestHeaders.first?["icy-metadata"] == "1")
     }
 
     @Test("404, 500, an HTML page and a redirect: clear errors naming the status or type, and the file after a redirect")

@@ -15,7 +15,10 @@ import FoundationNetworking
 /// `readAheadSeconds` once `byteRate` is known. A server that takes no ranges, and a live
 /// stream (no length), are read in one response; a live stream that fills the budget while
 /// nobody reads is dropped, and joined again when the reader comes back (a live stream has
-/// no past to resume).
+/// no past to resume). A live stream whose server closes the connection has ended: on the
+/// wire that is what the end of a broadcast looks like (an answer without a length ends where
+/// its connection does); one that fails with an error is joined again, as a broken static
+/// download is resumed.
 ///
 /// **Resuming.** A connection that breaks is opened again with a `Range` from the byte where it
 /// broke (up to `Configuration.retries` times in a row), so the reader sees every byte once.
@@ -380,13 +383,12 @@ public final class HTTPSource: @unchecked Sendable {
             guard !state.closed, state.task == nil, state.failure == nil, let response = state.response else { return }
             let next = state.bufferEnd
             if let length = response.contentLength, next >= length { return }
-            if state.ended, !response.isLive { return }
+            if state.ended { return }
             if state.ahead >= budget(state) { return }
             if !response.acceptsRanges {
-                // Asked for again only after it was dropped while full (or, live, after it ended).
-                guard state.dropped || (response.isLive && state.ended) else { return }
+                // Asked for again only after it was dropped while full, or broke.
+                guard state.dropped else { return }
                 state.dropped = false
-                state.ended = false
             }
             startTask(&state, at: next, asRange: response.acceptsRanges)
         }
