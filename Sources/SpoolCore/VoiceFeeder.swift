@@ -1,5 +1,13 @@
 import Synchronization
 
+/// A decoder whose frames arrive over time (audio still downloading): a `VoiceFeeder` reads
+/// it only while frames are ready, and otherwise waits for `VoiceFeeder.resume()` rather than
+/// block the thread that refills the voice.
+public protocol ProgressiveDecoder: AudioDecoder {
+    /// Whether a read now would wait for frames that have not arrived.
+    var wouldWait: Bool { get }
+}
+
 /// Keeps a voice fed from a decoder or from a decoded buffer: sends a few buffers ahead and
 /// one more each time the voice hands one back, loops when asked, marks the end
 /// (`stop(immediately: false)`) as soon as the last buffer is sent, and reports once how the
@@ -10,6 +18,10 @@ import Synchronization
 /// stops feeding when the voice is stopped or disposed (what it queued is handed back and
 /// nothing refills it); `seek(toFrame:)` starts it again at another frame. When the decoder
 /// fails, every frame decoded before the failure plays, then the completion reports it.
+///
+/// A `ProgressiveDecoder` whose frames have not arrived *starves* the feed: nothing is read,
+/// the buffers owed are remembered, the starved handler is told how many frames were sent,
+/// and `resume()` sends what is owed once frames are there.
 public final class VoiceFeeder: Sendable {
     /// Where the audio comes from.
     public enum Source: @unchecked Sendable {
@@ -66,6 +78,11 @@ public final class VoiceFeeder: Sendable {
         var staleHandBacks = 0
         var ignoredStops = 0
         var onFinish: (@Sendable (Outcome) -> Void)?
+        /// The source had no frames ready when a buffer was owed.
+        var starved = false
+        /// Frames sent to the voice since the last seek (the voice's `framesPlayed` scale).
+        var framesSent = 0
+        var onStarved: (@Sendable (Int) -> Void)?
     }
 
     /// Makes a feeder.
@@ -116,6 +133,30 @@ public final class VoiceFeeder: Sendable {
         state.withLock { $0.onFinish = handler }
     }
 
+    /// Sets what to call when the feed starves (a `ProgressiveDecoder` with no frames ready),
+    /// with the frames sent since the last seek: the voice plays dry once its `framesPlayed`
+    /// reaches that count. It runs on the thread that found the feed starved, outside the
+    /// feeder's lock.
+    public func setStarvedHandler(_ handler: (@Sendable (_ framesSent: Int) -> Void)?) {
+        state.withLock { $0.onStarved = handler }
+    }
+
+    /// Whether the feed is waiting for frames of a `ProgressiveDecoder`.
+    public var isStarved: Bool { state.withLock { $0.starved } }
+
+    /// Frames sent to the voice since the last seek.
+    public var framesSent: Int { state.withLock { $0.framesSent } }
+
+    /// Sends the buffers a starved feed owes, reading what the source has ready now (it may
+    /// starve again). Does nothing unless the feed is starved.
+    public func resume() {
+        let starved = state.withLock { s -> Bool in
+            defer { s.starved = false }
+            return s.starved
+        }
+        if starved { send(0) }
+    }
+
     /// Queues the first buffers; call before starting the voice. A source shorter than that
     /// is queued whole, and its end marked.
     ///
@@ -163,6 +204,8 @@ public final class VoiceFeeder: Sendable {
             s.endSent = false
             s.error = nil
             s.halted = false
+            s.starved = false
+            s.framesSent = 0
         }
         try prime()
         if playing { try voice.start() }
@@ -219,9 +262,18 @@ public final class VoiceFeeder: Sendable {
             return true
         }
         guard leads else { return }
+        var starvedAt: (handler: (@Sendable (Int) -> Void)?, frames: Int)?
+        defer { if let starvedAt { starvedAt.handler?(starvedAt.frames) } }
         while let (chunk, markEnd) = state.withLock({ s -> (PCMBuffer?, Bool)? in
             guard s.owed > 0, !s.halted, !s.endSent else {
                 s.owed = 0
+                s.sending = false
+                return nil
+            }
+            if Self.wouldWait(s) {
+                // Nothing ready: the buffers stay owed until `resume()`.
+                if !s.starved { starvedAt = (s.onStarved, s.framesSent) }
+                s.starved = true
                 s.sending = false
                 return nil
             }
@@ -229,7 +281,11 @@ public final class VoiceFeeder: Sendable {
             let chunk = Self.next(&s, frames: bufferFrames)
             let markEnd = s.ended && !s.endSent
             if markEnd { s.endSent = true }
-            if chunk != nil { s.outstanding += 1 }
+            if let chunk {
+                s.outstanding += 1
+                s.framesSent += chunk.frameCount
+                s.starved = false
+            }
             return (chunk, markEnd)
         }) {
             do {
@@ -243,6 +299,14 @@ public final class VoiceFeeder: Sendable {
                 }
             } catch {}
         }
+    }
+
+    /// Whether the source is a progressive decoder with no frames ready.
+    private static func wouldWait(_ s: State) -> Bool {
+        guard !s.ended, case .decoder(let decoder) = s.source, let progressive = decoder as? any ProgressiveDecoder else {
+            return false
+        }
+        return progressive.wouldWait
     }
 
     /// The next chunk of the source, looping at its end as asked; nil once it is exhausted

@@ -92,6 +92,7 @@ struct StatusScreen {
         case .playing: (symbol, word) = ("▶", "playing")
         case .paused where s.interrupted: (symbol, word) = ("‖", "interrupted")
         case .paused: (symbol, word) = ("‖", "paused ")
+        case .buffering: (symbol, word) = ("…", "buffering")
         case .stopped, .prepared: (symbol, word) = ("■", "stopped")
         }
         let fraction = s.duration > 0 ? min(1, max(0, s.elapsed / s.duration)) : 0

@@ -592,6 +592,10 @@ final class PlayerEventLog: AudioPlayerDelegate, Sendable {
     func audioPlayerOutputDidEnd(_ player: AudioPlayer, error: AudioError) {
         names.withLock { $0.append("outputLost(\(error.code))") }
     }
+
+    func audioPlayerBufferingDidChange(_ player: AudioPlayer, isBuffering: Bool) {
+        names.withLock { $0.append(isBuffering ? "buffering" : "buffered") }
+    }
 }
 
 /// A player on the rig's back-end, its events logged.

@@ -20,10 +20,22 @@ public enum AudioPlayerEvent: Sendable, CustomStringConvertible {
     /// tell at once rather than wait for an event that already happened. The delegate never
     /// receives it.
     case state(AudioPlayer.State)
+    /// An http(s) stream's audio ran out before its download (or had not arrived at a
+    /// `play()` or a seek): every frame decoded so far played, and the player waits in
+    /// `.buffering`. The closest Apple state is AVPlayer's `.waitingToPlayAtSpecifiedRate`.
+    case bufferingBegan
+    /// Enough of the stream arrived: the player plays on from the next frame (`.playing`).
+    case bufferingEnded
+    /// How much of an http(s) stream is held ahead, sent as it downloads (at most four times a
+    /// second).
+    case bufferFill(BufferFill)
 
     public var description: String {
         switch self {
         case .state(let state): "state: \(state)"
+        case .bufferingBegan: "buffering"
+        case .bufferingEnded: "buffering ended"
+        case .bufferFill(let fill): "buffer: \(fill)"
         case .finishedPlaying(let successfully): "finished playing (successfully: \(successfully))"
         case .decodeError(let error): "decode error: \(error.message)"
         case .outputLost(let error): "output lost: \(error.message)"
@@ -40,12 +52,15 @@ public protocol AudioPlayerDelegate: AnyObject {
     func audioPlayerDecodeErrorDidOccur(_ player: AudioPlayer, error: AudioError)
     /// The output went away; see `AudioPlayerEvent.outputLost(_:)`.
     func audioPlayerOutputDidEnd(_ player: AudioPlayer, error: AudioError)
+    /// An http(s) stream began or ended buffering; see `AudioPlayerEvent.bufferingBegan`.
+    func audioPlayerBufferingDidChange(_ player: AudioPlayer, isBuffering: Bool)
 }
 
 extension AudioPlayerDelegate {
     public func audioPlayerDidFinishPlaying(_ player: AudioPlayer, successfully flag: Bool) {}
     public func audioPlayerDecodeErrorDidOccur(_ player: AudioPlayer, error: AudioError) {}
     public func audioPlayerOutputDidEnd(_ player: AudioPlayer, error: AudioError) {}
+    public func audioPlayerBufferingDidChange(_ player: AudioPlayer, isBuffering: Bool) {}
 }
 
 /// How a player's and a playlist's events reach their event queue. In real time, after the
@@ -121,7 +136,9 @@ extension AudioPlayer {
                 case .finishedPlaying(let successfully): delegate?.audioPlayerDidFinishPlaying(self, successfully: successfully)
                 case .decodeError(let error): delegate?.audioPlayerDecodeErrorDidOccur(self, error: error)
                 case .outputLost(let error): delegate?.audioPlayerOutputDidEnd(self, error: error)
-                case .state: break
+                case .bufferingBegan: delegate?.audioPlayerBufferingDidChange(self, isBuffering: true)
+                case .bufferingEnded: delegate?.audioPlayerBufferingDidChange(self, isBuffering: false)
+                case .state, .bufferFill: break
                 }
                 for continuation in continuations { continuation.yield(event) }
             }

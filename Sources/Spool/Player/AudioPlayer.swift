@@ -19,11 +19,21 @@ import SpoolResampling
 /// - `.prepared`: `prepareToPlay()` opened the voice and queued the first buffers, so `play()`
 ///   starts on the next device period.
 /// - `.playing`, `.paused`.
+/// - `.buffering`: playing an http(s) URL whose audio ran out before the download (or, after
+///   `play()` or a seek, had not arrived yet): every frame decoded before the stall played,
+///   the output plays silence (the voice counts an underrun), and play goes on from the next
+///   frame, with nothing faded or lost, by itself once about a second of audio is decoded
+///   ahead (or the stream's end). `isPlaying` is false meanwhile. Offline (a back-end's
+///   `offlineRenderer`) a render waits for the bytes instead, so it renders exactly what the
+///   file renders however slow the link.
 ///
 /// | call | `.stopped` | `.prepared` | `.playing` | `.paused` |
 /// | --- | --- | --- | --- | --- |
 /// | `prepareToPlay()` | → `.prepared` | nothing | nothing | nothing |
 /// | `play()` | prepares, → `.playing` | → `.playing` | nothing | resumes where it paused |
+///
+/// `.buffering` takes calls as `.playing` does (`pause()` → `.paused`, `stop()` → `.stopped`,
+/// `play()` does nothing).
 /// | `play(atTime:)` | as `play()`, heard at the time | as `play()` | nothing | resumes at the time |
 /// | `pause()` | nothing | nothing | → `.paused` (5 ms fade-out) | nothing |
 /// | `stop()` | nothing | → `.stopped` | fades out, → `.stopped` | → `.stopped` |
@@ -47,7 +57,7 @@ import SpoolResampling
 public final class AudioPlayer: Sendable {
     /// Where the player's transport is; see the table above.
     public enum State: Sendable, Equatable, CustomStringConvertible {
-        case stopped, prepared, playing, paused
+        case stopped, prepared, playing, paused, buffering
 
         public var description: String {
             switch self {
@@ -55,6 +65,7 @@ public final class AudioPlayer: Sendable {
             case .prepared: "prepared"
             case .playing: "playing"
             case .paused: "paused"
+            case .buffering: "buffering"
             }
         }
     }
@@ -86,6 +97,9 @@ public final class AudioPlayer: Sendable {
 
     let listeners = Locked(PlayerListeners())
     private let stream: PlayerStream
+    /// For an http(s) URL: the decoder read ahead and the download, which say when audio is
+    /// there to play on.
+    private let streaming: Streaming?
     private let control: Locked<Control>
     private let ending = Locked(Ending())
     /// The voice as the feeding thread reaches it (`whenPlayed`), which may run inside
@@ -150,8 +164,16 @@ public final class AudioPlayer: Sendable {
     /// The corresponding Apple call is `AVAudioPlayer(contentsOf:)`.
     public convenience init(contentsOf url: URL, backend: (any PlaybackBackend)? = nil,
                             eventQueue: DispatchQueue? = nil) throws {
-        let decoder = try RemoteAudio.decoder(for: url)
-        try self.init(source: PrefetchingDecoder(decoder), url: url, data: nil, backend: backend, eventQueue: eventQueue)
+        guard RemoteAudio.handles(url) else {
+            let decoder = try DecoderRegistry.shared.open(.file(url))
+            try self.init(source: PrefetchingDecoder(decoder), url: url, data: nil, backend: backend, eventQueue: eventQueue)
+            return
+        }
+        let (decoder, source) = try RemoteAudio.open(url)
+        let chunks = Streaming.chunksAhead(decoder.format)
+        let prefetcher = PrefetchingDecoder(decoder, chunkFrames: Streaming.chunkFrames, chunksAhead: chunks)
+        try self.init(source: prefetcher, url: url, data: nil, backend: backend, eventQueue: eventQueue,
+                      streaming: Streaming(prefetcher: prefetcher, source: source))
     }
 
     /// Makes a player for a file by path; see `init(contentsOf:backend:eventQueue:)`.
@@ -208,7 +230,7 @@ public final class AudioPlayer: Sendable {
 
     /// Makes a player for any decoder (a playlist's stream).
     init(source: sending any AudioDecoder, url: URL?, data: Data?, backend: (any PlaybackBackend)?,
-         eventQueue: DispatchQueue?) throws {
+         eventQueue: DispatchQueue?, streaming: Streaming? = nil) throws {
         let backend = try backend ?? Self.defaultBackend()
         format = source.format
         info = source.info
@@ -219,7 +241,17 @@ public final class AudioPlayer: Sendable {
         EventDelivery.mark(self.eventQueue)
         stream = PlayerStream(source, numberOfLoops: 0, makeStage: Self.makeTimeStretch)
         control = Locked(Control())
+        self.streaming = streaming
         membership.join(self)
+        if let streaming {
+            // Offline, a render waits for the bytes: what it renders is the file, however slow
+            // the link. In real time the feed starves instead, and the player buffers.
+            streaming.prefetcher.waitsForData = backend.offlineRenderer != nil
+            streaming.prefetcher.onChunk = { [weak self] in
+                guard let self else { return }
+                streaming.queue.async { [weak self] in self?.audioArrived() }
+            }
+        }
     }
 
     /// The session the player belongs to (`AudioSession.shared` until set), which pauses it on
@@ -257,6 +289,17 @@ public final class AudioPlayer: Sendable {
 
     /// Whether it is playing. The corresponding Apple property is `isPlaying`.
     public var isPlaying: Bool { state == .playing }
+
+    /// Whether `duration` is an estimate: an http(s) stream whose length is not stated (an
+    /// average bit rate's guess, refined as it downloads; exact once the end is decoded).
+    public var isDurationEstimated: Bool { !stream.isSourceFrameCountExact }
+
+    /// How much of an http(s) URL is held ahead of what plays; nil for a file or memory.
+    public var bufferFill: BufferFill? {
+        guard let streaming else { return nil }
+        return BufferFill(bytes: streaming.source.bufferedBytes, budgetBytes: streaming.source.budgetBytes,
+                          decodedSeconds: format.seconds(forFrames: streaming.prefetcher.framesReady))
+    }
 
     /// The delegate, held weakly; called on `eventQueue`.
     public var delegate: (any AudioPlayerDelegate)? {
@@ -326,6 +369,7 @@ public final class AudioPlayer: Sendable {
 
     private func start(atHostTime hostTime: UInt64?) throws {
         if state != .playing { try session?.participantWillPlay(self) }
+        var events: [AudioPlayerEvent] = []
         try control.withLock { c in
             reconcile(&c)
             if c.voice != nil, let replacement = session?.replacement(for: backend) {
@@ -339,16 +383,22 @@ public final class AudioPlayer: Sendable {
                 c.run += 1
             }
             switch c.state {
-            case .playing: return
-            case .paused:
+            case .playing, .buffering: return
+            case .paused, .stopped, .prepared:
+                if c.state == .stopped { try prepare(&c) }
+                if let feeder = c.feeder, feeder.isStarved, (c.voice?.framesPlayed ?? 0) >= feeder.framesSent {
+                    // A stream whose audio has not arrived: the voice starts when it has.
+                    c.state = .buffering
+                    c.heldFrame = nil
+                    events = [.bufferingBegan]
+                    return
+                }
                 try c.voice?.start(atHostTime: hostTime)
                 c.heldFrame = nil
-            case .stopped, .prepared:
-                if c.state == .stopped { try prepare(&c) }
-                try c.voice?.start(atHostTime: hostTime)
             }
             c.state = .playing
         }
+        if !events.isEmpty { deliver(events) }
     }
 
     /// Pauses a playing player: a 5 ms fade-out, then it holds the frame the fade ends on,
@@ -359,8 +409,8 @@ public final class AudioPlayer: Sendable {
     public func pause() throws {
         try control.withLock { c in
             reconcile(&c)
-            guard c.state == .playing else { return }
-            try c.voice?.pause()
+            guard c.state == .playing || c.state == .buffering else { return }
+            if c.voice?.state == .playing { try c.voice?.pause() }
             c.state = .paused
         }
     }
@@ -566,7 +616,7 @@ public final class AudioPlayer: Sendable {
             guard c.isMeteringEnabled else { return }
             reconcile(&c)
             let streamFrame: Int = switch c.state {
-            case .playing, .paused: c.heldFrame == nil ? (c.voice?.framesPlayed ?? 0) : 0
+            case .playing, .paused, .buffering: c.heldFrame == nil ? (c.voice?.framesPlayed ?? 0) : 0
             case .stopped, .prepared: 0
             }
             c.meters = (0..<format.channelCount).map { stream.power(channel: $0, endingAt: streamFrame, blocks: meteringBlocks) }
@@ -603,7 +653,7 @@ public final class AudioPlayer: Sendable {
     private func frame(_ c: Control) -> Int {
         switch c.state {
         case .stopped, .prepared: return c.startFrame
-        case .playing, .paused:
+        case .playing, .paused, .buffering:
             if let held = c.heldFrame { return held }
             let played = c.voice?.framesPlayed ?? 0
             return min(stream.sourceFrame(atStreamFrame: played), stream.frameCount)
@@ -639,6 +689,7 @@ public final class AudioPlayer: Sendable {
         stream.setLoopsLeft(c.numberOfLoops)
         stream.setRequestedTempo(requestedTempo(c))
         if let feeder = c.feeder {
+            watchStarvation(feeder, run: run)
             try feeder.seek(toFrame: c.startFrame)
         } else {
             // An output lost (the server went away) is opened again by the session that owns it.
@@ -656,6 +707,7 @@ public final class AudioPlayer: Sendable {
                 try voice.setPlaybackRate(varispeedRate(c))
                 try stream.seek(toFrame: c.startFrame)
                 let feeder = try VoiceFeeder(voice: voice, source: .decoder(stream), bufferFrames: 4096, buffersAhead: 3)
+                watchStarvation(feeder, run: run)
                 c.voice = voice
                 c.feeder = feeder
             } catch {
@@ -681,6 +733,15 @@ public final class AudioPlayer: Sendable {
         case .playing:
             try c.feeder?.seek(toFrame: target)
             c.heldFrame = nil
+        case .buffering:
+            // Plays from the new frame once its audio is there.
+            try c.feeder?.seek(toFrame: target)
+            c.heldFrame = nil
+            if let feeder = c.feeder, !feeder.isStarved {
+                if c.voice?.state != .playing { try c.voice?.start() }
+                c.state = .playing
+                deliver([.bufferingEnded])
+            }
         case .paused:
             try c.feeder?.seek(toFrame: target)
             c.heldFrame = target
@@ -745,6 +806,70 @@ public final class AudioPlayer: Sendable {
             let ahead = max(0, voice.outputLatency - max(0, since))
             body(HostTime.now() &+ HostTime.nanoseconds(ahead))
         }
+    }
+
+    // MARK: Buffering
+
+    /// Whether a read of the stream waits for its audio (offline) or starves the feed and
+    /// buffers (real time). Tests set it off offline, to render a real-time stall exactly.
+    var streamWaitsForAudio: Bool {
+        get { streaming?.prefetcher.waitsForData ?? true }
+        set { streaming?.prefetcher.waitsForData = newValue }
+    }
+
+    /// Has a starved feed (an http(s) stream whose audio has not arrived) watched: once the
+    /// voice has played every frame it was sent, the player buffers.
+    private func watchStarvation(_ feeder: VoiceFeeder, run: Int) {
+        guard let streaming else { return }
+        feeder.setStarvedHandler { [weak self] framesSent in
+            // May run inside the player's own calls (a prime): only the positions lock here.
+            guard let self, let voice = positions.withLock({ $0.voice }) else { return }
+            voice.addPositionHandler(atFramesPlayed: framesSent) { [weak self] in
+                streaming.queue.async { [weak self] in self?.ranDry(run: run, framesSent: framesSent) }
+            }
+        }
+    }
+
+    /// The voice played the last frame it was sent before the feed starved: if the feed is still
+    /// starved there, the player buffers. The voice plays on, dry (silence; an underrun), so
+    /// that the next frame joins the last one played with no fade over either.
+    private func ranDry(run: Int, framesSent: Int) {
+        let began = control.withLock { c -> Bool in
+            reconcile(&c)
+            guard c.run == run, c.state == .playing, let feeder = c.feeder, feeder.isStarved,
+                  feeder.framesSent == framesSent else { return false }
+            c.state = .buffering
+            return true
+        }
+        if began { deliver([.bufferingBegan]) }
+    }
+
+    /// A chunk of a stream was decoded: a starved feed takes it; a buffering player plays on
+    /// once about a second is there (or the end); a fill report goes out at most every 250 ms.
+    private func audioArrived() {
+        guard let streaming else { return }
+        var events = control.withLock { c -> [AudioPlayerEvent] in
+            reconcile(&c)
+            guard let feeder = c.feeder, feeder.isStarved else { return [] }
+            switch c.state {
+            case .buffering:
+                let prefetcher = streaming.prefetcher
+                guard prefetcher.reachedEnd || prefetcher.framesReady >= streaming.resumeFrames(format) else { return [] }
+                feeder.resume()
+                if c.voice?.state != .playing {
+                    guard (try? c.voice?.start()) != nil else { return [] }
+                }
+                c.state = .playing
+                return [.bufferingEnded]
+            case .playing, .paused, .prepared:
+                feeder.resume()
+                return []
+            case .stopped:
+                return []
+            }
+        }
+        if streaming.fillReportDue(), let fill = bufferFill { events.append(.bufferFill(fill)) }
+        if !events.isEmpty { deliver(events) }
     }
 
     /// Called on the voice's callback thread when a run's feed ends: records it (the next

@@ -21,7 +21,7 @@ protocol TempoStage: AudioDecoder {
 ///
 /// The feeder reads and seeks it, one thread at a time; the player reads positions and meters
 /// and sets loops and tempo from any thread, through `shared`.
-final class PlayerStream: AudioDecoder, @unchecked Sendable {
+final class PlayerStream: ProgressiveDecoder, @unchecked Sendable {
     // Sendable: `base`, `stage` and the counters below are touched only by the feeder, under
     // its lock; what other threads read or set is in `shared`.
     let format: AudioFormat
@@ -120,6 +120,11 @@ final class PlayerStream: AudioDecoder, @unchecked Sendable {
     var isFrameCountExact: Bool { false }
     var position: Int { sourceFrame(atStreamFrame: streamFrames) }
     var warnings: [DecodeWarning] { base.warnings }
+    /// The source's: a stream still downloading has no frames ready (a time-stretch stage may
+    /// still wait inside a read for the rest of a chunk it needs).
+    var wouldWait: Bool { (base as? any ProgressiveDecoder)?.wouldWait ?? false }
+    /// Whether the source's own length is exact (an estimate while a stream downloads).
+    var isSourceFrameCountExact: Bool { base.isFrameCountExact }
 
     func read(into buffer: UnsafeMutableBufferPointer<Float>) throws -> Int {
         let channels = format.channelCount

@@ -11,7 +11,11 @@ import SpoolCore
 ///
 /// Only the worker queue touches the decoder it wraps. A read that finds nothing decoded
 /// (the first read, or one after a seek) waits for the worker to decode the next chunk.
-final class PrefetchingDecoder: AudioDecoder, @unchecked Sendable {
+///
+/// Over a source whose bytes arrive from the network, a feeder need not wait: with
+/// `waitsForData` off, `wouldWait` says when nothing is decoded yet, and `onChunk` is called
+/// (on the worker) each time a chunk arrives, so that the feed can go on then.
+final class PrefetchingDecoder: ProgressiveDecoder, @unchecked Sendable {
     // Sendable: `inner` is only touched on `worker`; everything else is in `ready`.
     let format: AudioFormat
     let info: AudioFileInfo
@@ -42,6 +46,9 @@ final class PrefetchingDecoder: AudioDecoder, @unchecked Sendable {
         var warnings: [DecodeWarning] = []
         var frameCount: Int
         var frameCountIsExact: Bool
+        /// Whether a read with nothing decoded waits for the worker (see `waitsForData`).
+        var waitsForData = true
+        var onChunk: (@Sendable () -> Void)?
     }
 
     /// Wraps `decoder`, which must be at frame 0 and is used only by this object from now on.
@@ -61,6 +68,31 @@ final class PrefetchingDecoder: AudioDecoder, @unchecked Sendable {
         self.chunksAhead = max(1, chunksAhead)
         scheduleFill()
     }
+
+    /// Whether a feeder reading with nothing decoded waits (the default) or is told to come
+    /// back (`wouldWait`): off for audio still downloading in real time, on offline, where the
+    /// render waits for the bytes however slowly they come.
+    var waitsForData: Bool {
+        get { ready.withLock { $0.waitsForData } }
+        set { ready.withLock { $0.waitsForData = newValue } }
+    }
+
+    /// Called on the worker after each chunk is decoded.
+    var onChunk: (@Sendable () -> Void)? {
+        get { ready.withLock { $0.onChunk } }
+        set { ready.withLock { $0.onChunk = newValue } }
+    }
+
+    /// With `waitsForData` off: nothing decoded, and the end not reached.
+    var wouldWait: Bool { ready.withLock { !$0.waitsForData && $0.chunks.isEmpty && !$0.ended } }
+
+    /// Frames decoded ahead of the reader.
+    var framesReady: Int {
+        ready.withLock { r in r.chunks.reduce(0) { $0 + $1.frameCount } - r.offset }
+    }
+
+    /// The worker has decoded the last frame (or failed): reads no longer wait.
+    var reachedEnd: Bool { ready.withLock { $0.ended } }
 
     var frameCount: Int { ready.withLock { $0.frameCount } }
     var isFrameCountExact: Bool { ready.withLock { $0.frameCountIsExact } }
@@ -158,7 +190,11 @@ final class PrefetchingDecoder: AudioDecoder, @unchecked Sendable {
         worker.async { [self] in
             // One chunk per block, so a seek or a waiting read queued meanwhile runs soon.
             _ = decodeOne(for: generation)
-            ready.withLock { $0.filling = false }
+            let notify = ready.withLock { r in
+                r.filling = false
+                return r.onChunk
+            }
+            notify?()
             scheduleFill()
         }
     }
@@ -190,10 +226,13 @@ final class PrefetchingDecoder: AudioDecoder, @unchecked Sendable {
         samples.removeLast((chunkFrames - got) * channels)
         let chunk = got > 0 ? try? PCMBuffer(format: format, samples: samples) : nil
         let warnings = inner.warnings
+        let innerCount = (inner.frameCount, inner.isFrameCountExact)
         let endCount = (failure == nil && got < chunkFrames) ? inner.position : nil
         return ready.withLock { r -> Bool in
             guard r.generation == current else { return false }
             r.warnings = warnings
+            // A stream learns its length as it goes: the count as the decoder knows it now.
+            if !r.frameCountIsExact { (r.frameCount, r.frameCountIsExact) = innerCount }
             if let chunk {
                 r.chunks.append(chunk)
                 if startFrame == 0, r.head == nil { r.head = chunk }

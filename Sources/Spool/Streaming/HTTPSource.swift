@@ -109,7 +109,8 @@ public final class HTTPSource: @unchecked Sendable {
     /// The first response (set once, while the initializer runs).
     public private(set) var response: Response
     /// Called on the download's queue with each `StreamTitle` of a radio stream and the
-    /// audio byte offset it comes before. Set it before reading.
+    /// audio byte offset it comes before. Titles that arrive before it is set are not
+    /// repeated: pass it to the initializer not to miss the first.
     public var onTitle: (@Sendable (String, Int) -> Void)? {
         get { state.withLock { $0.onTitle } }
         set { state.withLock { $0.onTitle = newValue } }
@@ -121,9 +122,15 @@ public final class HTTPSource: @unchecked Sendable {
     private let delegate: Delegate
 
     /// Opens `url` and waits for the first response's headers.
+    /// - Parameters:
+    ///   - url: An http or https URL.
+    ///   - configuration: The read-ahead, request size, timeout and retries.
+    ///   - onTitle: As the property: given here, no title of the first bytes is missed (the
+    ///     download starts before the initializer returns).
     /// - Throws: `.invalidParameter` for a URL that is not http(s) or a bad configuration;
     ///   the errors listed above for the response.
-    public init(url: URL, configuration: Configuration = Configuration()) throws {
+    public init(url: URL, configuration: Configuration = Configuration(),
+                onTitle: (@Sendable (String, Int) -> Void)? = nil) throws {
         guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https", url.host != nil else {
             throw AudioError(.invalidParameter, "\(url.absoluteString): an HTTP source needs an http or https URL")
         }
@@ -144,7 +151,7 @@ public final class HTTPSource: @unchecked Sendable {
         queue.maxConcurrentOperationCount = 1
         queue.name = "spool.http"
         session = URLSession(configuration: settings, delegate: delegate, delegateQueue: queue)
-        state = Locked(State())
+        state = Locked(State(onTitle: onTitle))
         response = Response(url: url, contentLength: nil, contentType: nil, acceptsRanges: false, entityTag: nil,
                             lastModified: nil, metadataInterval: nil, stationName: nil)
         delegate.source = Weak(self)

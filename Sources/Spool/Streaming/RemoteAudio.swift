@@ -21,8 +21,7 @@ public enum RemoteAudio {
     ///   or the stream parser's (`.unsupportedFormat`, `.truncated`, …).
     public static func open(_ url: URL, configuration: HTTPSource.Configuration = HTTPSource.Configuration(),
                             onTitle: (@Sendable (String, Int) -> Void)? = nil) throws -> (decoder: StreamingDecoder, source: HTTPSource) {
-        let source = try HTTPSource(url: url, configuration: configuration)
-        source.onTitle = onTitle
+        let source = try HTTPSource(url: url, configuration: configuration, onTitle: onTitle)
         let hint = source.response.contentType ?? (url.pathExtension.isEmpty ? nil : url.pathExtension)
         let decoder = try StreamingDecoder(
             name: url.absoluteString, typeHint: hint,

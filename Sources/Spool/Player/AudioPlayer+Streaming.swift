@@ -1,0 +1,63 @@
+import Dispatch
+import SpoolCore
+
+/// How much of an http(s) URL an `AudioPlayer` holds ahead of what plays (the closest Apple
+/// property is `AVPlayerItem.loadedTimeRanges`).
+public struct BufferFill: Sendable, Equatable, CustomStringConvertible {
+    /// Bytes downloaded and not yet decoded.
+    public var bytes: Int
+    /// The download's read-ahead budget now (`HTTPSource.budgetBytes`): it pauses when
+    /// `bytes` reaches it.
+    public var budgetBytes: Int
+    /// Seconds decoded ahead of the voice.
+    public var decodedSeconds: Double
+
+    /// `bytes` over `budgetBytes`, 0…1.
+    public var fraction: Double { budgetBytes > 0 ? min(1, Double(bytes) / Double(budgetBytes)) : 0 }
+
+    public var description: String {
+        "\(bytes / 1024) KiB of \(budgetBytes / 1024) KiB downloaded ahead, \(String(format: "%.2f", decodedSeconds)) s decoded"
+    }
+}
+
+extension AudioPlayer {
+    /// What a player of an http(s) URL keeps besides the decoder: the decoder read ahead, the
+    /// download, and the queue on which arrivals and dry runs are taken in (never the voice's
+    /// callback thread, never the event queue).
+    final class Streaming: Sendable {
+        /// Frames per decoded chunk.
+        static let chunkFrames = 4096
+
+        let prefetcher: PrefetchingDecoder
+        let source: HTTPSource
+        let queue = DispatchQueue(label: "spool.player.buffering")
+        private let lastFillReport = Locked<UInt64>(0)
+
+        init(prefetcher: PrefetchingDecoder, source: HTTPSource) {
+            self.prefetcher = prefetcher
+            self.source = source
+        }
+
+        /// Chunks decoded ahead of the voice: about 2 s of audio, so that a stall of the link
+        /// shorter than that is never heard.
+        static func chunksAhead(_ format: AudioFormat) -> Int {
+            max(4, format.frames(forSeconds: 2) / chunkFrames + 1)
+        }
+
+        /// The frames decoded ahead at which a buffering player plays on: about a second, so
+        /// that a link slower than the audio stalls now and then rather than at every chunk.
+        func resumeFrames(_ format: AudioFormat) -> Int {
+            min(format.frames(forSeconds: 1), (Self.chunksAhead(format) - 1) * Self.chunkFrames)
+        }
+
+        /// Whether 250 ms have passed since the last fill report (and marks one now if so).
+        func fillReportDue() -> Bool {
+            let now = HostTime.now()
+            return lastFillReport.withLock { last in
+                guard last == 0 || now &- last >= 250_000_000 else { return false }
+                last = now
+                return true
+            }
+        }
+    }
+}

@@ -1,0 +1,138 @@
+import Foundation
+import HTTPTestSupport
+@testable import Spool
+import SpoolCore
+import SpoolTestSupport
+import Testing
+
+/// `AudioPlayer(contentsOf:)` with an http(s) URL from a real nginx on 127.0.0.1: played while
+/// it downloads, a slow link's stalls buffered without losing, repeating or fading a frame,
+/// and offline renders that are the file's frames however slow the link.
+@Suite("AudioPlayer streaming from nginx")
+struct StreamingPlayerTests {
+    /// A folder served by nginx holding `count` frames of 16-bit mono PCM at 22.05 kHz whose
+    /// samples are never 0 (so that silence in a render is the output's, never the file's).
+    final class Station: Sendable {
+        let folder: URL
+        let nginx: NginxServer
+        let samples: [Float]
+        /// Bytes per second of the file's audio.
+        static let byteRate = 22_050 * 2
+
+        init(seconds: Double) throws {
+            folder = FileManager.default.temporaryDirectory.appendingPathComponent("spool-stream-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            var generator = SplitMix(seed: 11)
+            let values = (0..<Int(seconds * 22_050)).map { _ in
+                let magnitude = Int16(500 + Int(generator.next() % 20_000))
+                return generator.next() & 1 == 0 ? magnitude : -magnitude
+            }
+            samples = values.map { Float($0) / 32_768 }
+            var wav = Data("RIFF".utf8)
+            func le32(_ v: Int) -> Data { withUnsafeBytes(of: UInt32(v).littleEndian) { Data($0) } }
+            func le16(_ v: Int) -> Data { withUnsafeBytes(of: UInt16(v).littleEndian) { Data($0) } }
+            wav += le32(36 + values.count * 2) + Data("WAVEfmt ".utf8) + le32(16) + le16(1) + le16(1)
+            wav += le32(22_050) + le32(Self.byteRate) + le16(2) + le16(16) + Data("data".utf8) + le32(values.count * 2)
+            values.withUnsafeBytes { wav += Data($0) }
+            try wav.write(to: folder.appendingPathComponent("noise.wav"))
+            nginx = try NginxServer(root: folder)
+        }
+
+        deinit { try? FileManager.default.removeItem(at: folder) }
+
+        /// The file at `share` × its audio's byte rate.
+        func url(atShareOfBitRate share: Double) -> URL {
+            nginx.url("rate/\(Int(Double(Self.byteRate) * share))/noise.wav")
+        }
+    }
+
+    @Test("offline, a URL over a link slower than its audio renders the file's frames exactly", arguments: Backend.allCases)
+    func offlineASlowLinkRendersTheFile(_ kind: Backend) throws {
+        let station = try Station(seconds: 1)
+        let rig = try Rig(kind, rate: 22_050)
+        let player = try AudioPlayer(contentsOf: station.url(atShareOfBitRate: 0.8), backend: rig.backend)
+        try player.play()
+        let out = try rig.render(until: { !player.isPlaying }, limit: station.samples.count * 3, chunk: 1_024)
+        let left = stride(from: 0, to: out.count, by: 2).map { out[$0] }
+        let played = Array(left.prefix(station.samples.count))
+        #expect(Self.matches(played, station.samples, kind), "\(Self.difference(played, station.samples))")
+        #expect(left.dropFirst(station.samples.count).allSatisfy { $0 == 0 })
+        #expect(player.underrunCount == 0)
+    }
+
+    /// A link at half the audio's rate, rendered in step with the wall clock: the player
+    /// buffers at the start and again mid-stream, plays silence meanwhile, and what it plays
+    /// is every frame of the file once, in order, none faded.
+    @Test("a stall is buffered: silence while the audio has not arrived, then every frame on from the next", arguments: Backend.allCases)
+    func aStallIsBufferedWithoutLosingAFrame(_ kind: Backend) throws {
+        let station = try Station(seconds: 2.5)
+        let rig = try Rig(kind, rate: 22_050)
+        let queue = DispatchQueue(label: "test.streaming.events")
+        let player = try AudioPlayer(contentsOf: station.url(atShareOfBitRate: 0.5), backend: rig.backend, eventQueue: queue)
+        player.streamWaitsForAudio = false
+        let log = PlayerEventLog(queue: queue)
+        player.delegate = log
+        try player.play()
+        var out: [Float] = []
+        var states: Set<String> = []
+        let chunk = 1_024
+        let start = Date()
+        var rendered = 0
+        while player.state != .stopped, rendered < 22_050 * 20 {
+            out += try rig.render(chunk)
+            rendered += chunk
+            states.insert("\(player.state)")
+            // In step with the wall clock: frame n is rendered at n / 22050 s.
+            let due = start.addingTimeInterval(Double(rendered) / 22_050)
+            if due > Date() { Thread.sleep(until: due) }
+        }
+        let left = stride(from: 0, to: out.count, by: 2).map { out[$0] }
+        let heard = left.filter { $0 != 0 }
+        #expect(Self.matches(heard, station.samples, kind), "\(Self.difference(heard, station.samples))")
+        let events = log.events
+        #expect(events.filter { $0 == "buffering" }.count >= 2, "\(events)")
+        #expect(events.filter { $0 == "buffered" }.count == events.filter { $0 == "buffering" }.count, "\(events)")
+        #expect(events.last == "finished(true)", "\(events)")
+        #expect(states.contains("buffering") && states.contains("playing"))
+        #expect(left.count - heard.count > 22_050, "more than a second of silence while buffering")
+    }
+
+    @Test("a link twice as fast as the audio plays in real time with no underrun", arguments: Backend.allCases)
+    func aFastLinkPlaysWithoutAnUnderrun(_ kind: Backend) throws {
+        let station = try Station(seconds: 1.5)
+        let backend: any PlaybackBackend = switch kind {
+        case .queue: try BufferQueueBackend.open(.null, configuration: OutputConfiguration(sampleRate: 22_050)).backend
+        case .openAL: try OpenALBackend.open(.null, configuration: OutputConfiguration(sampleRate: 22_050)).backend
+        }
+        let queue = DispatchQueue(label: "test.streaming.fast")
+        let player = try AudioPlayer(contentsOf: station.url(atShareOfBitRate: 2), backend: backend, eventQueue: queue)
+        let log = PlayerEventLog(queue: queue)
+        player.delegate = log
+        try player.play()
+        let deadline = Date().addingTimeInterval(10)
+        while !log.events.contains(where: { $0.hasPrefix("finished") }), Date() < deadline {
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        let events = log.events
+        #expect(events.last == "finished(true)", "\(events)")
+        // Only the wait for the first second of audio (or the whole file) before the start.
+        #expect(events.filter { $0 == "buffering" }.count <= 1, "\(events)")
+        #expect(player.underrunCount == 0)
+        #expect(!player.isDurationEstimated)
+        #expect(abs(player.duration - 1.5) < 1e-9)
+    }
+
+    /// The same frames: bit for bit on the buffer queue; on OpenAL, whose mono-to-stereo gain
+    /// is 1 within a rounding, within 1e-6.
+    static func matches(_ a: [Float], _ b: [Float], _ kind: Backend) -> Bool {
+        a.count == b.count && zip(a, b).allSatisfy { kind == .queue ? $0 == $1 : abs($0 - $1) <= 1e-6 }
+    }
+
+    /// Where two runs of samples part: their counts, the first frame that differs and the
+    /// largest difference.
+    static func difference(_ a: [Float], _ b: [Float]) -> String {
+        let first = zip(a, b).enumerated().first { $0.element.0 != $0.element.1 }?.offset
+        let largest = zip(a, b).map { abs($0 - $1) }.max() ?? 0
+        return "\(a.count) frames against \(b.count); first difference at \(first.map(String.init) ?? "none"), largest \(largest)"
+    }
+}
