@@ -90,6 +90,7 @@ let package = Package(
         .executableTarget(name: "SoundBank", dependencies: ["Spool"], path: "Examples/SoundBank"),
         .executableTarget(name: "Playlist", dependencies: ["Spool"], path: "Examples/Playlist"),
         .executableTarget(name: "Session", dependencies: ["Spool"], path: "Examples/Session"),
+        .executableTarget(name: "StreamURL", dependencies: ["Spool"], path: "Examples/StreamURL"),
 
         // MARK: - Tests
 

@@ -122,6 +122,26 @@ struct StreamingPlayerTests {
         #expect(abs(player.duration - 1.5) < 1e-9)
     }
 
+    @Test("a radio station's titles reach the player's events in order, and its streamTitle holds the last", arguments: Backend.allCases)
+    func aStationsTitlesReachThePlayer(_ kind: Backend) async throws {
+        let body = try [UInt8](Data(contentsOf: URL(fileURLWithPath: fixture("mp3-44100-stereo.mp3"))))
+        // 4 000 bytes a second: the first title comes half a second after the start.
+        let station = try ICYServer(body: body, metaInterval: 2_000, titles: [(0, "Opening"), (5_000, "Closing")],
+                                    bytesPerSecond: 4_000)
+        let rig = try Rig(kind, rate: 44_100)
+        let player = try AudioPlayer(contentsOf: station.url("live"), backend: rig.backend)
+        let events = player.events
+        try player.play()
+        _ = try rig.render(until: { !player.isPlaying }, limit: 44_100 * 4, chunk: 1_024)
+        var titles: [String] = []
+        for await event in events {
+            if case .streamTitle(let title) = event { titles.append(title) }
+            if case .finishedPlaying = event { break }
+        }
+        #expect(titles == ["Opening", "Closing"])
+        #expect(player.streamTitle == "Closing")
+    }
+
     /// The same frames: bit for bit on the buffer queue; on OpenAL, whose mono-to-stereo gain
     /// is 1 within a rounding, within 1e-6.
     static func matches(_ a: [Float], _ b: [Float], _ kind: Backend) -> Bool {

@@ -29,6 +29,9 @@ public enum AudioPlayerEvent: Sendable, CustomStringConvertible {
     /// How much of an http(s) stream is held ahead, sent as it downloads (at most four times a
     /// second).
     case bufferFill(BufferFill)
+    /// A radio station (Icecast/SHOUTcast `icy-metaint` metadata) named what it plays now,
+    /// sent as the metadata arrives; `streamTitle` holds the last.
+    case streamTitle(String)
 
     public var description: String {
         switch self {
@@ -36,6 +39,7 @@ public enum AudioPlayerEvent: Sendable, CustomStringConvertible {
         case .bufferingBegan: "buffering"
         case .bufferingEnded: "buffering ended"
         case .bufferFill(let fill): "buffer: \(fill)"
+        case .streamTitle(let title): "title: \(title)"
         case .finishedPlaying(let successfully): "finished playing (successfully: \(successfully))"
         case .decodeError(let error): "decode error: \(error.message)"
         case .outputLost(let error): "output lost: \(error.message)"
@@ -108,14 +112,16 @@ struct PlayerListeners: @unchecked Sendable {
 }
 
 extension AudioPlayer {
-    /// A new stream of this player's events: first `.state(_:)`, the transport as it is now,
-    /// then every event from now on, in the order the delegate receives them. Each access
+    /// A new stream of this player's events: first `.state(_:)`, the transport as it is now
+    /// (and a radio station's `.streamTitle(_:)` as it is now, when it has one), then every
+    /// event from now on, in the order the delegate receives them. Each access
     /// makes a stream of its own. It ends when the player goes, not when it finishes playing
     /// (a finished player can play again): a loop that waits for the end breaks out of it at
     /// `.finishedPlaying`, or at a first `.state(.stopped)`.
     public var events: AsyncStream<AudioPlayerEvent> {
         let (stream, continuation) = AsyncStream<AudioPlayerEvent>.makeStream(bufferingPolicy: .bufferingNewest(64))
         continuation.yield(.state(state))
+        if let title = streamTitle { continuation.yield(.streamTitle(title)) }
         let id = listeners.withLock { l -> Int in
             l.nextStream += 1
             l.continuations[l.nextStream] = continuation
@@ -138,7 +144,7 @@ extension AudioPlayer {
                 case .outputLost(let error): delegate?.audioPlayerOutputDidEnd(self, error: error)
                 case .bufferingBegan: delegate?.audioPlayerBufferingDidChange(self, isBuffering: true)
                 case .bufferingEnded: delegate?.audioPlayerBufferingDidChange(self, isBuffering: false)
-                case .state, .bufferFill: break
+                case .state, .bufferFill, .streamTitle: break
                 }
                 for continuation in continuations { continuation.yield(event) }
             }

@@ -30,12 +30,41 @@ extension AudioPlayer {
 
         let prefetcher: PrefetchingDecoder
         let source: HTTPSource
+        let titles: TitleRelay
         let queue = DispatchQueue(label: "spool.player.buffering")
         private let lastFillReport = Locked<UInt64>(0)
 
-        init(prefetcher: PrefetchingDecoder, source: HTTPSource) {
+        init(prefetcher: PrefetchingDecoder, source: HTTPSource, titles: TitleRelay) {
             self.prefetcher = prefetcher
             self.source = source
+            self.titles = titles
+        }
+
+        /// A station's titles from the download's queue to the player. Those that came
+        /// before the player could take them are not sent again: the last is `last`, which a
+        /// new event stream begins with.
+        final class TitleRelay: Sendable {
+            private struct State {
+                var last: String?
+                var sink: (@Sendable (String) -> Void)?
+            }
+            private let state = Locked(State())
+
+            /// The last title received.
+            var last: String? { state.withLock { $0.last } }
+
+            func receive(_ title: String) {
+                let sink = state.withLock { s -> (@Sendable (String) -> Void)? in
+                    s.last = title
+                    return s.sink
+                }
+                sink?(title)
+            }
+
+            /// Sends every title from now on to `sink`.
+            func deliver(to sink: @escaping @Sendable (String) -> Void) {
+                state.withLock { $0.sink = sink }
+            }
         }
 
         /// Chunks decoded ahead of the voice: about 2 s of audio, so that a stall of the link

@@ -169,11 +169,13 @@ public final class AudioPlayer: Sendable {
             try self.init(source: PrefetchingDecoder(decoder), url: url, data: nil, backend: backend, eventQueue: eventQueue)
             return
         }
-        let (decoder, source) = try RemoteAudio.open(url)
+        // A radio station's titles come with the first bytes, before the player exists.
+        let titles = Streaming.TitleRelay()
+        let (decoder, source) = try RemoteAudio.open(url, onTitle: { title, _ in titles.receive(title) })
         let chunks = Streaming.chunksAhead(decoder.format)
         let prefetcher = PrefetchingDecoder(decoder, chunkFrames: Streaming.chunkFrames, chunksAhead: chunks)
         try self.init(source: prefetcher, url: url, data: nil, backend: backend, eventQueue: eventQueue,
-                      streaming: Streaming(prefetcher: prefetcher, source: source))
+                      streaming: Streaming(prefetcher: prefetcher, source: source, titles: titles))
     }
 
     /// Makes a player for a file by path; see `init(contentsOf:backend:eventQueue:)`.
@@ -251,6 +253,7 @@ public final class AudioPlayer: Sendable {
                 guard let self else { return }
                 streaming.queue.async { [weak self] in self?.audioArrived() }
             }
+            streaming.titles.deliver(to: { [weak self] title in self?.deliver([.streamTitle(title)]) })
         }
     }
 
@@ -293,6 +296,10 @@ public final class AudioPlayer: Sendable {
     /// Whether `duration` is an estimate: an http(s) stream whose length is not stated (an
     /// average bit rate's guess, refined as it downloads; exact once the end is decoded).
     public var isDurationEstimated: Bool { !stream.isSourceFrameCountExact }
+
+    /// The last `StreamTitle` of a radio stream (Icecast/SHOUTcast metadata), as it arrived;
+    /// nil before one, and for anything but a station.
+    public var streamTitle: String? { streaming?.titles.last }
 
     /// How much of an http(s) URL is held ahead of what plays; nil for a file or memory.
     public var bufferFill: BufferFill? {
