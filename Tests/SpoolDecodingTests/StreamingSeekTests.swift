@@ -109,4 +109,30 @@ struct StreamingSeekTests {
         let bytes = try StreamFeeding.bytes(path)
         try bytes.withUnsafeBytes { try parser.parse(UnsafeRawBufferPointer(rebasing: $0[point.byteOffset...]), discontinuity: true) }
     }
+
+    /// The bytes read while the format is learnt hold audio: it decodes before the reader is
+    /// asked for more (it once waited for the next bytes, a second on a throttled link).
+    @Test("the frames of the first bytes read decode without waiting for more", arguments:
+        // The Ogg Vorbis file of one audio page has no whole packet in its first three quarters.
+        fixtures.map { $0 == "vorbis-44100-stereo.ogg" ? "vorbis-44100-stereo-chained.ogg" : $0 })
+    func theFirstBytesDecodeWithoutMore(_ name: String) throws {
+        let path = Fixtures.path(name)
+        let bytes = try StreamFeeding.bytes(path)
+        let reference = try StreamFeeding.fileDecode(path)
+        var reads = 0
+        // The first read gets three quarters of the file (past every header); later reads are counted.
+        let decoder = try StreamingDecoder(name: name) { buffer in
+            reads += 1
+            let range = reads == 1 ? 0..<(bytes.count * 3 / 4) : (bytes.count * 3 / 4)..<bytes.count
+            let count = reads <= 2 ? min(buffer.count, range.count) : 0
+            bytes.withUnsafeBytes { buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[range.lowerBound..<(range.lowerBound + count)])) }
+            return count
+        }
+        let channels = decoder.format.channelCount
+        var out = [Float](repeating: 0, count: 256 * channels)
+        let got = try out.withUnsafeMutableBufferPointer { try decoder.read(into: $0) }
+        #expect(got == 256)
+        #expect(reads == 1, "\(name): the reader was asked for more before the first frames")
+        #expect(ChunkStreamTests.firstDifference(out, Array(reference.samples.prefix(256 * channels))) == nil)
+    }
 }

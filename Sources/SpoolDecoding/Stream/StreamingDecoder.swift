@@ -183,14 +183,16 @@ public final class StreamingDecoder: AudioDecoder {
         position = point.isEstimated ? point.frame : point.targetFrame
     }
 
-    /// Reads and parses the next bytes and decodes the packets they complete.
+    /// Decodes the packets parsed and not yet decoded; with none, reads and parses the next
+    /// bytes first. (The packets of the bytes read while the format was learnt are decoded
+    /// before anything more is read: a slow link's first bytes play without waiting for its next.)
     private func decodeMore() throws {
-        let count = try Self.read(reader, into: &chunk, name: name)
+        let count = box.packets.isEmpty ? try Self.read(reader, into: &chunk, name: name) : nil
         do {
             if count == 0 {
                 try parser.finish()
                 ended = true
-            } else {
+            } else if let count {
                 let discontinuity = discontinuous
                 discontinuous = false
                 try chunk.withUnsafeBytes { try parser.parse(UnsafeRawBufferPointer(rebasing: $0[0..<count]), discontinuity: discontinuity) }
