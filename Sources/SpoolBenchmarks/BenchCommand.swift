@@ -50,6 +50,10 @@ package enum BenchCommand {
                 StreamParser + StreamDecoder against the file decoder on the same bytes in memory
                 (default: a fixture of each format), and the resident set while H hours
                 (default 1) of audio stream through
+          stream --url URL [--starts N] [--memory-url URL] [--json PATH]
+                play while downloading (scripts/stream-bench.sh serves both from nginx): opening
+                to first audio against the link's first chunk + one period, and the resident set
+                while every frame of a long URL decodes as fast as the CPU allows
           stretch [FILE] [--seconds S] [--runs N] [--tempi LIST] [--sweep] [--json PATH]
                 time-stretch (pitch kept) CPU per second against decode + copy, at tempi 1.5 and
                 0.75 by default, and its duration and frequency errors; --sweep compares settings

@@ -53,8 +53,10 @@ enum StreamBench {
     static let memoryFiles = ["Fixtures/mp3-44100-stereo.mp3", "Fixtures/vorbis-44100-stereo.ogg", "Fixtures/wav-44100-stereo-s16.wav"]
 
     static func run(_ words: [String]) throws {
-        guard let bench = try BenchInvocation(words, valued: ["repeat", "hours"], switches: ["no-memory"]) else { return }
+        guard let bench = try BenchInvocation(words, valued: ["repeat", "hours", "url", "memory-url", "starts"],
+                                              switches: ["no-memory"]) else { return }
         let args = bench.arguments
+        if args.string("url") != nil || args.string("memory-url") != nil { return try StreamURLBench.run(bench) }
         let repeats = try args.int("repeat", in: 1...1000) ?? 5
         let hours = try args.double("hours", in: 0.001...10) ?? 1
         let files = args.operands.isEmpty ? defaultFiles.filter { FileManager.default.fileExists(atPath: $0) } : args.operands

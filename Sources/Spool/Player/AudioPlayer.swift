@@ -23,7 +23,7 @@ import SpoolResampling
 ///   `play()` or a seek, had not arrived yet): every frame decoded before the stall played,
 ///   the output plays silence (the voice counts an underrun), and play goes on from the next
 ///   frame, with nothing faded or lost, by itself once about a second of audio is decoded
-///   ahead (or the stream's end). `isPlaying` is false meanwhile. Offline (a back-end's
+///   ahead (or the stream's end; after `play()` or a seek, as soon as the first chunk is). `isPlaying` is false meanwhile. Offline (a back-end's
 ///   `offlineRenderer`) a render waits for the bytes instead, so it renders exactly what the
 ///   file renders however slow the link.
 ///
@@ -860,8 +860,14 @@ public final class AudioPlayer: Sendable {
             guard let feeder = c.feeder, feeder.isStarved else { return [] }
             switch c.state {
             case .buffering:
+                // A start (or a seek) plays as soon as a chunk is there; after a stall the
+                // player waits for a second, so that a slow link stalls now and then rather
+                // than at every chunk.
                 let prefetcher = streaming.prefetcher
-                guard prefetcher.reachedEnd || prefetcher.framesReady >= streaming.resumeFrames(format) else { return [] }
+                let starting = feeder.framesSent == 0
+                guard prefetcher.reachedEnd || prefetcher.framesReady >= (starting ? 1 : streaming.resumeFrames(format)) else {
+                    return []
+                }
                 feeder.resume()
                 if c.voice?.state != .playing {
                     guard (try? c.voice?.start()) != nil else { return [] }
