@@ -14,6 +14,7 @@ import Spool
 /// Memory (`--memory-url`, a long resource, an hour of audio served as fast as the link
 /// goes): every frame is decoded through `RemoteAudio` as fast as the CPU allows, `VmRSS`
 /// read after the first minute of audio and at its peak, beside the source's read-ahead budget.
+/// It runs first, before any player has made its threads and devices.
 enum StreamURLBench {
     struct StartRow: Encodable {
         let url: String
@@ -53,25 +54,26 @@ enum StreamURLBench {
         let starts = try args.int("starts", in: 1...1000) ?? 10
         var start: StartRow?
         var memory: MemoryRow?
-        if let text = args.string("url") {
-            start = try firstAudio(try url(text), starts: starts)
-            if let r = start {
-                print("play while downloading: opening to first frame into the output, against the link's first chunk (4096 frames) + one period, median of \(r.starts); observed")
-                print(BenchTable.render(
-                    ["url", "chunk arrives ms", "first audio ms", "worst ms", "heard ms", "period ms", "first audio − (chunk + period) ms"],
-                    [[r.url, f(r.chunkArrivalMedianMilliseconds), f(r.firstAudioMedianMilliseconds), f(r.firstAudioWorstMilliseconds),
-                      f(r.firstHeardMedianMilliseconds), f(r.periodMilliseconds), f(r.marginMilliseconds)]]))
-            }
-        }
+        // The resident set first, in a process that has played nothing yet.
         if let text = args.string("memory-url") {
             memory = try streamWhole(try url(text))
             if let m = memory {
-                print("\nresident set while every frame of a URL decodes as fast as the CPU allows; observed")
+                print("resident set while every frame of a URL decodes as fast as the CPU allows; observed")
                 print(BenchTable.render(
                     ["url", "audio s", "MiB downloaded", "budget KiB", "RSS after 1 min KiB", "peak KiB", "growth KiB", "wall s"],
                     [[m.url, String(format: "%.0f", m.audioSeconds), String(format: "%.1f", Double(m.bytesDownloaded) / 1_048_576),
                       "\(m.budgetBytes / 1024)", "\(m.rssAfterFirstMinuteKiB)", "\(m.rssPeakKiB)", "\(m.growthKiB)",
                       String(format: "%.1f", m.wallSeconds)]]))
+            }
+        }
+        if let text = args.string("url") {
+            start = try firstAudio(try url(text), starts: starts)
+            if let r = start {
+                print("\nplay while downloading: opening to first frame into the output, against the link's first chunk (4096 frames) + one period, median of \(r.starts); observed")
+                print(BenchTable.render(
+                    ["url", "chunk arrives ms", "first audio ms", "worst ms", "heard ms", "period ms", "first audio − (chunk + period) ms"],
+                    [[r.url, f(r.chunkArrivalMedianMilliseconds), f(r.firstAudioMedianMilliseconds), f(r.firstAudioWorstMilliseconds),
+                      f(r.firstHeardMedianMilliseconds), f(r.periodMilliseconds), f(r.marginMilliseconds)]]))
             }
         }
         try bench.writeReport(Report(start: start, memory: memory))
