@@ -3,7 +3,7 @@ import Foundation
 import Glibc
 #endif
 import HTTPTestSupport
-import Spool
+@testable import Spool
 import SpoolCore
 import SpoolTestSupport
 import Testing
@@ -152,6 +152,39 @@ struct HTTPSourceTests {
         // Each title comes in the first block at or after the byte it takes effect from.
         #expect(got.map(\.1) == titles.map { max(interval, ($0.atByte + interval - 1) / interval * interval) })
         #expect(station.requestHeaders.first?["icy-metadata"] == "1")
+    }
+
+    @Test("the bytes held stay within the read-ahead budget however long the stream and however slow the reader")
+    func heldBytesStayWithinTheBudget() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("spool-http-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        var generator = SplitMix(seed: 3)
+        let file = (0..<(3 << 20)).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
+        try Data(file).write(to: folder.appendingPathComponent("long.bin"))
+        let nginx = try NginxServer(root: folder)
+        let configuration = HTTPSource.Configuration(readAheadBytes: 96 << 10, requestBytes: 32 << 10, keepBehindBytes: 16 << 10)
+        let source = try HTTPSource(url: nginx.url("long.bin"), configuration: configuration)
+        var read = 0, mostAhead = 0, mostHeld = 0, mismatches = 0
+        var buffer = [UInt8](repeating: 0, count: 8192)
+        while true {
+            let got = try buffer.withUnsafeMutableBytes { try source.read(into: $0) }
+            if got == 0 { break }
+            if buffer[..<got].elementsEqual(file[read..<(read + got)]) == false { mismatches += 1 }
+            read += got
+            // A slow reader now and then, so that the download fills the budget and waits.
+            if read % (256 << 10) < 8192 { Thread.sleep(forTimeInterval: 0.05) }
+            mostAhead = max(mostAhead, source.bufferedBytes)
+            mostHeld = max(mostHeld, source.heldBytes)
+        }
+        #expect(read == file.count)
+        #expect(mismatches == 0)
+        // The budget, and the one request that may be under way when it fills.
+        #expect(mostAhead <= configuration.readAheadBytes + configuration.requestBytes, "\(mostAhead) bytes ahead")
+        // Behind: what is kept, plus what a trim lets pile up before it drops (it drops once
+        // the bytes behind are at least half of those held, and over 64 KiB).
+        let limit = 2 * (configuration.readAheadBytes + configuration.requestBytes) + configuration.keepBehindBytes + (64 << 10)
+        #expect(mostHeld <= limit, "\(mostHeld) bytes held against \(limit)")
     }
 
     @Test("404, 500, an HTML page and a redirect: clear errors naming the status or type, and the file after a redirect")

@@ -172,6 +172,9 @@ public final class HTTPSource: @unchecked Sendable {
     /// Bytes downloaded and not yet read.
     public var bufferedBytes: Int { state.withLock { $0.ahead } }
 
+    /// Bytes held in all: those ahead of the reader and those kept behind it.
+    var heldBytes: Int { state.withLock { $0.bytes.count } }
+
     /// The read-ahead budget now: `readAheadBytes`, or the bytes of `readAheadSeconds` at
     /// `byteRate` when that is fewer.
     public var budgetBytes: Int { state.withLock { budget($0) } }
