@@ -122,6 +122,24 @@ struct StreamingPlayerTests {
         #expect(abs(player.duration - 1.5) < 1e-9)
     }
 
+    @Test("a seek while streaming plays on from the exact frame, by a Range request beyond what is held", arguments: Backend.allCases)
+    func aSeekWhileStreamingLandsOnTheFrame(_ kind: Backend) throws {
+        let station = try Station(seconds: 12)
+        let rig = try Rig(kind, rate: 22_050)
+        let player = try AudioPlayer(contentsOf: station.nginx.url("noise.wav"), backend: rig.backend)
+        try player.play()
+        _ = try rig.render(11_025)
+        // Ahead past the 2 s decoded ahead and the first Range window, then back before it.
+        for target in [200_000, 30_000] {
+            try player.seek(toFrame: target)
+            #expect(player.currentFrame == target)
+            let out = try rig.render(4_096)
+            let left = stride(from: 0, to: out.count, by: 2).map { out[$0] }
+            #expect(Self.matches(left, Array(station.samples[target..<(target + 4_096)]), kind),
+                    "from \(target): \(Self.difference(left, Array(station.samples[target..<(target + 4_096)])))")
+        }
+    }
+
     @Test("a radio station's titles reach the player's events in order, and its streamTitle holds the last", arguments: Backend.allCases)
     func aStationsTitlesReachThePlayer(_ kind: Backend) async throws {
         let body = try [UInt8](Data(contentsOf: URL(fileURLWithPath: fixture("mp3-44100-stereo.mp3"))))
