@@ -367,8 +367,11 @@ public final class VoiceFeeder: Sendable {
             let channels = decoder.format.channelCount
             let samples = PCMStorage.allocate(frames * channels)
             var got = 0
+            let progressive = decoder as? any ProgressiveDecoder
             do {
                 while got < frames {
+                    // A progressive source sends what it has rather than wait for the rest.
+                    if got > 0, let progressive, progressive.wouldWait { break }
                     let n = try decoder.read(into: UnsafeMutableBufferPointer(start: samples + got * channels,
                                                                               count: (frames - got) * channels))
                     if n == 0 { break }

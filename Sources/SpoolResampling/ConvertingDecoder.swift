@@ -9,6 +9,9 @@ import SpoolCore
 package final class ConvertingDecoder: AudioDecoder {
     package let format: AudioFormat
     private let inner: any AudioDecoder
+
+    /// The decoder converted.
+    package var source: any AudioDecoder { inner }
     private let ratio: Double
     private let entries: [(output: Int, input: Int, gain: Float)]
     /// nil at equal rates: the frames pass through (channels mapped).
@@ -49,7 +52,11 @@ package final class ConvertingDecoder: AudioDecoder {
         let limit = inner.isFrameCountExact ? max(0, frameCount - position) : Int.max
         var written = 0
         var stalls = 0
+        let progressive = inner as? any ProgressiveDecoder
         while written < min(wanted, limit) {
+            // A progressive source (audio still downloading) gives what it has: no waiting for
+            // the rest of the request.
+            if pending == 0, !innerEnded, written > 0, let progressive, progressive.wouldWait { break }
             if pending == 0 && !innerEnded { try fill() }
             guard let converter else {
                 let n = min(pending, min(wanted, limit) - written)

@@ -19,10 +19,10 @@ struct StreamingPlayerTests {
         /// Bytes per second of the file's audio.
         static let byteRate = 22_050 * 2
 
-        init(seconds: Double) throws {
+        init(seconds: Double, seed: UInt64 = 11) throws {
             folder = FileManager.default.temporaryDirectory.appendingPathComponent("spool-stream-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-            var generator = SplitMix(seed: 11)
+            var generator = SplitMix(seed: seed)
             let values = (0..<Int(seconds * 22_050)).map { _ in
                 let magnitude = Int16(500 + Int(generator.next() % 20_000))
                 return generator.next() & 1 == 0 ? magnitude : -magnitude
@@ -138,6 +138,48 @@ struct StreamingPlayerTests {
             #expect(Self.matches(left, Array(station.samples[target..<(target + 4_096)]), kind),
                     "from \(target): \(Self.difference(left, Array(station.samples[target..<(target + 4_096)])))")
         }
+    }
+
+    /// Two URLs over a link at half their audio's rate, rendered in step with the wall clock:
+    /// the playlist's player buffers, and what it plays is every frame of the first item and
+    /// then of the second, once, in order.
+    @Test("a playlist of URLs buffers its stalls and plays every frame of each item in order", arguments: Backend.allCases)
+    func aPlaylistOfURLsBuffersWithoutLosingAFrame(_ kind: Backend) throws {
+        let first = try Station(seconds: 1.2), second = try Station(seconds: 1.2, seed: 12)
+        let rig = try Rig(kind, rate: 22_050)
+        let playlist = try Playlist(items: [.file(first.url(atShareOfBitRate: 0.5)), .file(second.url(atShareOfBitRate: 0.5))],
+                                    backend: rig.backend)
+        playlist.player.streamWaitsForAudio = false
+        try playlist.play()
+        var out: [Float] = []
+        var states: Set<String> = []
+        let start = Date()
+        var rendered = 0
+        while playlist.player.state != .stopped, rendered < 22_050 * 20 {
+            out += try rig.render(1_024)
+            rendered += 1_024
+            states.insert("\(playlist.player.state)")
+            let due = start.addingTimeInterval(Double(rendered) / 22_050)
+            if due > Date() { Thread.sleep(until: due) }
+        }
+        let heard = stride(from: 0, to: out.count, by: 2).map { out[$0] }.filter { $0 != 0 }
+        let expected = first.samples + second.samples
+        #expect(Self.matches(heard, expected, kind), "\(Self.difference(heard, expected))")
+        #expect(states.contains("buffering"), "\(states)")
+    }
+
+    @Test("offline, a playlist of URLs over a slow link renders both files back to back exactly", arguments: Backend.allCases)
+    func offlineAPlaylistOfURLsRendersTheFiles(_ kind: Backend) throws {
+        let first = try Station(seconds: 0.6), second = try Station(seconds: 0.6, seed: 12)
+        let rig = try Rig(kind, rate: 22_050)
+        let playlist = try Playlist(items: [.file(first.url(atShareOfBitRate: 0.5)), .file(second.url(atShareOfBitRate: 0.5))],
+                                    backend: rig.backend)
+        try playlist.play()
+        let out = try rig.render(until: { playlist.player.state == .stopped }, limit: 22_050 * 10, chunk: 1_024)
+        let left = stride(from: 0, to: out.count, by: 2).map { out[$0] }
+        let expected = first.samples + second.samples
+        let played = Array(left.prefix(expected.count))
+        #expect(Self.matches(played, expected, kind), "\(Self.difference(played, expected))")
     }
 
     @Test("a radio station's titles reach the player's events in order, and its streamTitle holds the last", arguments: Backend.allCases)

@@ -20,23 +20,35 @@ public struct BufferFill: Sendable, Equatable, CustomStringConvertible {
     }
 }
 
+/// A player's source whose audio arrives over time (downloading): what its buffering watches.
+protocol ArrivingAudio: AnyObject, Sendable {
+    /// Frames decoded ahead of the reader now.
+    var framesReady: Int { get }
+    /// The end is decoded (or decoding failed): reads no longer wait.
+    var reachedEnd: Bool { get }
+    /// Whether a read with nothing decoded waits (offline) or starves the feed (real time).
+    var waitsForData: Bool { get set }
+    /// Called (on a worker) each time a chunk is decoded.
+    var onChunk: (@Sendable () -> Void)? { get set }
+    /// The download read now, for the buffer fill; nil for none.
+    var download: HTTPSource? { get }
+}
+
 extension AudioPlayer {
-    /// What a player of an http(s) URL keeps besides the decoder: the decoder read ahead, the
-    /// download, and the queue on which arrivals and dry runs are taken in (never the voice's
-    /// callback thread, never the event queue).
+    /// What a player of an http(s) URL (or a playlist, whose items may be) keeps besides the
+    /// decoder: the audio as it arrives, a station's titles, and the queue on which arrivals
+    /// and dry runs are taken in (never the voice's callback thread, never the event queue).
     final class Streaming: Sendable {
         /// Frames per decoded chunk.
         static let chunkFrames = 4096
 
-        let prefetcher: PrefetchingDecoder
-        let source: HTTPSource
+        let audio: any ArrivingAudio
         let titles: TitleRelay
         let queue = DispatchQueue(label: "spool.player.buffering")
         private let lastFillReport = Locked<UInt64>(0)
 
-        init(prefetcher: PrefetchingDecoder, source: HTTPSource, titles: TitleRelay) {
-            self.prefetcher = prefetcher
-            self.source = source
+        init(audio: any ArrivingAudio, titles: TitleRelay = TitleRelay()) {
+            self.audio = audio
             self.titles = titles
         }
 

@@ -173,9 +173,9 @@ public final class AudioPlayer: Sendable {
         let titles = Streaming.TitleRelay()
         let (decoder, source) = try RemoteAudio.open(url, onTitle: { title, _ in titles.receive(title) })
         let chunks = Streaming.chunksAhead(decoder.format)
-        let prefetcher = PrefetchingDecoder(decoder, chunkFrames: Streaming.chunkFrames, chunksAhead: chunks)
+        let prefetcher = PrefetchingDecoder(decoder, chunkFrames: Streaming.chunkFrames, chunksAhead: chunks, download: source)
         try self.init(source: prefetcher, url: url, data: nil, backend: backend, eventQueue: eventQueue,
-                      streaming: Streaming(prefetcher: prefetcher, source: source, titles: titles))
+                      streaming: Streaming(audio: prefetcher, titles: titles))
     }
 
     /// Makes a player for a file by path; see `init(contentsOf:backend:eventQueue:)`.
@@ -248,8 +248,8 @@ public final class AudioPlayer: Sendable {
         if let streaming {
             // Offline, a render waits for the bytes: what it renders is the file, however slow
             // the link. In real time the feed starves instead, and the player buffers.
-            streaming.prefetcher.waitsForData = backend.offlineRenderer != nil
-            streaming.prefetcher.onChunk = { [weak self] in
+            streaming.audio.waitsForData = backend.offlineRenderer != nil
+            streaming.audio.onChunk = { [weak self] in
                 guard let self else { return }
                 streaming.queue.async { [weak self] in self?.audioArrived() }
             }
@@ -303,9 +303,9 @@ public final class AudioPlayer: Sendable {
 
     /// How much of an http(s) URL is held ahead of what plays; nil for a file or memory.
     public var bufferFill: BufferFill? {
-        guard let streaming else { return nil }
-        return BufferFill(bytes: streaming.source.bufferedBytes, budgetBytes: streaming.source.budgetBytes,
-                          decodedSeconds: format.seconds(forFrames: streaming.prefetcher.framesReady))
+        guard let audio = streaming?.audio, let download = audio.download else { return nil }
+        return BufferFill(bytes: download.bufferedBytes, budgetBytes: download.budgetBytes,
+                          decodedSeconds: format.seconds(forFrames: audio.framesReady))
     }
 
     /// The delegate, held weakly; called on `eventQueue`.
@@ -820,8 +820,8 @@ public final class AudioPlayer: Sendable {
     /// Whether a read of the stream waits for its audio (offline) or starves the feed and
     /// buffers (real time). Tests set it off offline, to render a real-time stall exactly.
     var streamWaitsForAudio: Bool {
-        get { streaming?.prefetcher.waitsForData ?? true }
-        set { streaming?.prefetcher.waitsForData = newValue }
+        get { streaming?.audio.waitsForData ?? true }
+        set { streaming?.audio.waitsForData = newValue }
     }
 
     /// Has a starved feed (an http(s) stream whose audio has not arrived) watched: once the
@@ -863,9 +863,9 @@ public final class AudioPlayer: Sendable {
                 // A start (or a seek) plays as soon as a chunk is there; after a stall the
                 // player waits for a second, so that a slow link stalls now and then rather
                 // than at every chunk.
-                let prefetcher = streaming.prefetcher
+                let audio = streaming.audio
                 let starting = feeder.framesSent == 0
-                guard prefetcher.reachedEnd || prefetcher.framesReady >= (starting ? 1 : streaming.resumeFrames(format)) else {
+                guard audio.reachedEnd || audio.framesReady >= (starting ? 1 : streaming.resumeFrames(format)) else {
                     return []
                 }
                 feeder.resume()

@@ -83,7 +83,8 @@ public final class Playlist: Sendable {
         }
         self.source = source
         let queue = eventQueue ?? DispatchQueue(label: "spool.playlist.events")
-        player = try AudioPlayer(source: source, url: nil, data: nil, backend: backend, eventQueue: queue)
+        player = try AudioPlayer(source: source, url: nil, data: nil, backend: backend, eventQueue: queue,
+                                 streaming: AudioPlayer.Streaming(audio: source))
         monitor = PlaylistMonitor()
         player.delegate = monitor
         monitor.playlist = self

@@ -30,12 +30,14 @@ public enum PlaylistItem: Sendable, CustomStringConvertible {
         return description
     }
 
-    /// A decoder of the item at `format`, at output frame `startFrame`.
+    /// A decoder of the item at `format`, at output frame `startFrame`; an http(s) URL's reads
+    /// ahead as a player's does, waiting for its audio or not as `arrivals` says.
     ///
     /// - Throws: The decoder's error; `.outOfRange` when `startFrame` is at or past the end.
-    func open(at format: AudioFormat, startFrame: Int) throws -> ConvertingDecoder {
+    func open(at format: AudioFormat, startFrame: Int, arrivals: ArrivalHooks) throws -> ConvertingDecoder {
         let decoder: any AudioDecoder = switch self {
-        case .file(let url): PrefetchingDecoder(try RemoteAudio.decoder(for: url))
+        case .file(let url) where RemoteAudio.handles(url): try arrivals.open(url)
+        case .file(let url): PrefetchingDecoder(try DecoderRegistry.shared.open(.file(url)))
         case .data(let data, let hint): PrefetchingDecoder(try DecoderRegistry.shared.open(.memory(data, typeHint: hint)))
         case .buffer(let buffer): PCMBufferDecoder(buffer)
         case .stream(let stream): PrefetchingDecoder(try stream.take())
@@ -52,6 +54,36 @@ public enum PlaylistItem: Sendable, CustomStringConvertible {
     }
 
     private static func seconds(_ value: Double) -> String { String(format: "%.2f", value) }
+}
+
+/// What a playlist's http(s) items share with the player: whether their reads wait for audio,
+/// and whom to tell when a chunk of one arrives.
+final class ArrivalHooks: Sendable {
+    private struct State {
+        var waitsForData = true
+        var onChunk: (@Sendable () -> Void)?
+    }
+    private let state = Locked(State())
+
+    var waitsForData: Bool {
+        get { state.withLock { $0.waitsForData } }
+        set { state.withLock { $0.waitsForData = newValue } }
+    }
+
+    var onChunk: (@Sendable () -> Void)? {
+        get { state.withLock { $0.onChunk } }
+        set { state.withLock { $0.onChunk = newValue } }
+    }
+
+    /// Opens `url` read ahead as a player's URL is, with these hooks.
+    func open(_ url: URL) throws -> PrefetchingDecoder {
+        let (decoder, source) = try RemoteAudio.open(url)
+        let prefetcher = PrefetchingDecoder(decoder, chunkFrames: AudioPlayer.Streaming.chunkFrames,
+                                            chunksAhead: AudioPlayer.Streaming.chunksAhead(decoder.format), download: source)
+        prefetcher.waitsForData = waitsForData
+        prefetcher.onChunk = { [weak self] in self?.onChunk?() }
+        return prefetcher
+    }
 }
 
 /// A decoder of a stream for a playlist, handed over once (a stream cannot be read twice).
@@ -204,7 +236,7 @@ struct PlaylistChange: Sendable {
 /// starts); the stream frame the player seeks to is where that begins, and stream frames count
 /// on across the items from there. An item that cannot be opened, or whose decoding fails, is
 /// recorded as failed and the next one joins where it stopped.
-final class PlaylistSource: AudioDecoder, @unchecked Sendable {
+final class PlaylistSource: ProgressiveDecoder, ArrivingAudio, @unchecked Sendable {
     // Sendable: `current` and `position` are touched only by the feeder, under its lock; the
     // plan and the opened next item are in locks of their own.
     let format: AudioFormat
@@ -219,7 +251,12 @@ final class PlaylistSource: AudioDecoder, @unchecked Sendable {
         let decoder: ConvertingDecoder
     }
     private let opener = DispatchQueue(label: "spool.playlist.open", qos: .userInitiated)
-    private var current: (id: Int, decoder: ConvertingDecoder, pass: Int)?
+    private var current: (id: Int, decoder: ConvertingDecoder, pass: Int)? {
+        didSet { live.withLock { $0 = current?.decoder.source as? PrefetchingDecoder } }
+    }
+    /// The current item's decoder read ahead, for any thread: what buffering watches.
+    private let live = Locked<PrefetchingDecoder?>(nil)
+    let arrivals = ArrivalHooks()
     private(set) var position = 0
     /// Whether frames were read since the last seek: a seek to where the stream already stands
     /// before any is read (the player's first prepare after the playlist's own) is no new start.
@@ -251,6 +288,27 @@ final class PlaylistSource: AudioDecoder, @unchecked Sendable {
             return c.handler
         }
         handler?(change)
+    }
+
+    // MARK: Audio arriving (http(s) items)
+
+    /// The current item's: an http(s) item whose audio has not arrived.
+    var wouldWait: Bool { live.withLock { $0 }?.wouldWait ?? false }
+    var framesReady: Int { live.withLock { $0 }?.framesReady ?? 0 }
+    var reachedEnd: Bool { live.withLock { $0 }?.reachedEnd ?? true }
+    var download: HTTPSource? { live.withLock { $0 }?.download }
+    var onChunk: (@Sendable () -> Void)? {
+        get { arrivals.onChunk }
+        set { arrivals.onChunk = newValue }
+    }
+    /// For the items opened from now on, and the current one and the one opened ahead.
+    var waitsForData: Bool {
+        get { arrivals.waitsForData }
+        set {
+            arrivals.waitsForData = newValue
+            live.withLock { $0 }?.waitsForData = newValue
+            (opened.withLock { $0 }?.decoder.source as? PrefetchingDecoder)?.waitsForData = newValue
+        }
     }
 
     var info: AudioFileInfo { AudioFileInfo(container: "playlist", codec: "items") }
@@ -387,7 +445,7 @@ final class PlaylistSource: AudioDecoder, @unchecked Sendable {
                 candidate = plan.withLock { $0.following(next) }
                 continue
             }
-            do { return (next, try item.open(at: format, startFrame: start), 1) } catch {
+            do { return (next, try item.open(at: format, startFrame: start, arrivals: arrivals), 1) } catch {
                 record(failure: error, of: next)
                 candidate = plan.withLock { $0.following(next) }
             }
@@ -403,8 +461,8 @@ final class PlaylistSource: AudioDecoder, @unchecked Sendable {
                   guard let next = p.next(after: playing), next != playing, let item = p.items[next] else { return nil }
                   return (next, item, p.startFrame(of: next, at: format))
               }) else { return }
-        opener.async { [opened] in
-            guard let decoder = try? item.open(at: format, startFrame: start) else { return }
+        opener.async { [opened, arrivals] in
+            guard let decoder = try? item.open(at: format, startFrame: start, arrivals: arrivals) else { return }
             let ready = OpenedItem(id: next, startFrame: start, decoder: decoder)
             opened.withLock { $0 = ready }
         }

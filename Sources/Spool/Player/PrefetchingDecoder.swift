@@ -15,7 +15,7 @@ import SpoolCore
 /// Over a source whose bytes arrive from the network, a feeder need not wait: with
 /// `waitsForData` off, `wouldWait` says when nothing is decoded yet, and `onChunk` is called
 /// (on the worker) each time a chunk arrives, so that the feed can go on then.
-final class PrefetchingDecoder: ProgressiveDecoder, @unchecked Sendable {
+final class PrefetchingDecoder: ProgressiveDecoder, ArrivingAudio, @unchecked Sendable {
     // Sendable: `inner` is only touched on `worker`; everything else is in `ready`.
     let format: AudioFormat
     let info: AudioFileInfo
@@ -57,7 +57,9 @@ final class PrefetchingDecoder: ProgressiveDecoder, @unchecked Sendable {
     ///   - decoder: The decoder to read ahead of.
     ///   - chunkFrames: Frames per decoded chunk.
     ///   - chunksAhead: Chunks kept decoded ahead of the reader.
-    init(_ decoder: sending any AudioDecoder, chunkFrames: Int = 4096, chunksAhead: Int = 4) {
+    ///   - download: The HTTP source the decoder reads, for the buffer fill.
+    init(_ decoder: sending any AudioDecoder, chunkFrames: Int = 4096, chunksAhead: Int = 4, download: HTTPSource? = nil) {
+        self.download = download
         format = decoder.format
         info = decoder.info
         innerFrameCount = decoder.frameCount
@@ -85,6 +87,9 @@ final class PrefetchingDecoder: ProgressiveDecoder, @unchecked Sendable {
 
     /// With `waitsForData` off: nothing decoded, and the end not reached.
     var wouldWait: Bool { ready.withLock { !$0.waitsForData && $0.chunks.isEmpty && !$0.ended } }
+
+    /// The download the decoder reads, when it reads one.
+    let download: HTTPSource?
 
     /// Frames decoded ahead of the reader.
     var framesReady: Int {
