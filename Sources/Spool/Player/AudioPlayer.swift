@@ -23,21 +23,21 @@ import SpoolResampling
 ///   `play()` or a seek, had not arrived yet): every frame decoded before the stall played,
 ///   the output plays silence (the voice counts an underrun), and play goes on from the next
 ///   frame, with nothing faded or lost, by itself once about a second of audio is decoded
-///   ahead (or the stream's end; after `play()` or a seek, as soon as the first chunk is). `isPlaying` is false meanwhile. Offline (a back-end's
-///   `offlineRenderer`) a render waits for the bytes instead, so it renders exactly what the
-///   file renders however slow the link.
+///   ahead (or the stream's end; after `play()` or a seek, as soon as the first chunk is).
+///   `isPlaying` is false meanwhile. Offline (a back-end's `offlineRenderer`) a render waits
+///   for the bytes instead, so it renders exactly what the file renders however slow the link.
 ///
 /// | call | `.stopped` | `.prepared` | `.playing` | `.paused` |
 /// | --- | --- | --- | --- | --- |
 /// | `prepareToPlay()` | → `.prepared` | nothing | nothing | nothing |
 /// | `play()` | prepares, → `.playing` | → `.playing` | nothing | resumes where it paused |
-///
-/// `.buffering` takes calls as `.playing` does (`pause()` → `.paused`, `stop()` → `.stopped`,
-/// `play()` does nothing).
 /// | `play(atTime:)` | as `play()`, heard at the time | as `play()` | nothing | resumes at the time |
 /// | `pause()` | nothing | nothing | → `.paused` (5 ms fade-out) | nothing |
 /// | `stop()` | nothing | → `.stopped` | fades out, → `.stopped` | → `.stopped` |
 /// | `setCurrentTime(_:)` | sets where play starts | re-primes there | plays on from there | resumes there |
+///
+/// `.buffering` takes calls as `.playing` does (`pause()` → `.paused`, `stop()` → `.stopped`,
+/// `play()` does nothing, a seek plays on from the new frame once its audio is there).
 ///
 /// As in AVAudioPlayer, `stop()` keeps `currentTime` (a later `play()` goes on from there) and
 /// undoes `prepareToPlay()`; playing to the end sets `currentTime` to 0. Calls that mean
@@ -97,8 +97,8 @@ public final class AudioPlayer: Sendable {
 
     let listeners = Locked(PlayerListeners())
     private let stream: PlayerStream
-    /// For an http(s) URL: the decoder read ahead and the download, which say when audio is
-    /// there to play on.
+    /// For an http(s) URL (or a playlist, whose items may be): the audio as it arrives, which
+    /// says when there is some to play on.
     private let streaming: Streaming?
     private let control: Locked<Control>
     private let ending = Locked(Ending())

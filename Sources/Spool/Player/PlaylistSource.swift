@@ -6,6 +6,8 @@ import SpoolResampling
 
 /// One item of a `Playlist`: a file, encoded bytes, PCM, or a stream read once.
 public enum PlaylistItem: Sendable, CustomStringConvertible {
+    /// A file, or an http(s) URL played while it downloads (the playlist's player buffers a
+    /// stall, as `AudioPlayer` does for a URL).
     case file(URL)
     case data(Data, typeHint: String?)
     case buffer(PCMBuffer)
