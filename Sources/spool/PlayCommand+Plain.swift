@@ -5,11 +5,13 @@ import SpoolBenchmarks
 extension PlaySession {
     /// Plays the files in real time without a terminal (a pipe, a log, CI): plain lines on
     /// the standard error, no escape codes, no keys. A line when a file starts, one at each
-    /// quarter of it (of each pass, when it loops), and its summary; with `--quiet` only errors.
+    /// quarter of it (of each pass, when it loops), a line when a URL's audio runs out before
+    /// its download and when it plays on, and its summary; with `--quiet` only errors.
     func playPlain() throws {
         let quiet = options.quiet
         var follower = FileFollower()
         var marks: QuarterMarks?
+        var buffering = false
         func look() {
             reportFailures()
             for change in follower.follow(playlist.passages, underruns: player.underrunCount) where !quiet {
@@ -24,6 +26,10 @@ extension PlaySession {
                     if file.reachedTheEnd { for line in marks?.linesAtTheEnd() ?? [] { printError(line) } }
                     printError(summaryLine(file))
                 }
+            }
+            if (player.state == .buffering) != buffering {
+                buffering.toggle()
+                if !quiet { printError(buffering ? "spool: buffering…" : "spool: playing on") }
             }
         }
         try player.play()

@@ -47,6 +47,17 @@ struct URLCommandTests {
         #expect(a.count > 44 && a == b, "the URL played \(a.count) bytes, the file \(b.count)")
     }
 
+    @Test("play of a URL slower than its audio says when it buffers and when it plays on, and plays every frame")
+    func playOfASlowURLSaysWhenItBuffers() throws {
+        let nginx = try Self.server()
+        let result = try Tool.run(["play", nginx.url("rate/40000/wav-44100-stereo-s16.wav").absoluteString, "--output", "null"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let lines = result.stderr.split(separator: "\n").map(String.init)
+        let buffering = lines.firstIndex(of: "spool: buffering…"), playingOn = lines.firstIndex(of: "spool: playing on")
+        #expect(buffering != nil && playingOn != nil && buffering! < playingOn!, "\(result.stderr)")
+        #expect(lines.last?.hasPrefix("spool: played 22050 frames") == true, "\(result.stderr)")
+    }
+
     @Test("a URL the server refuses is one line naming the status, and status 1")
     func aRefusedURLIsOneLine() throws {
         let nginx = try Self.server()
