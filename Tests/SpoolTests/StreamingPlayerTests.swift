@@ -192,6 +192,10 @@ struct StreamingPlayerTests {
         let player = try AudioPlayer(contentsOf: station.url("live"), backend: rig.backend)
         let events = player.events
         try player.play()
+        // A live stream (no length; this one's Xing header states its frames): the position
+        // moves on as it plays.
+        _ = try rig.render(11_025)
+        #expect(abs(player.currentTime - 0.25) < 0.05, "at \(player.currentTime) s after 0.25 s")
         _ = try rig.render(until: { !player.isPlaying }, limit: 44_100 * 4, chunk: 1_024)
         var titles: [String] = []
         for await event in events {
@@ -200,6 +204,21 @@ struct StreamingPlayerTests {
         }
         #expect(titles == ["Opening", "Closing"])
         #expect(player.streamTitle == "Closing")
+    }
+
+    @Test("a stream's duration is an estimate until its end is decoded, then the frames it decoded", arguments: Backend.allCases)
+    func aStreamsDurationIsAnEstimateUntilItsEnd(_ kind: Backend) throws {
+        let nginx = try NginxServer(root: URL(fileURLWithPath: fixture("mp3-44100-stereo.mp3")).deletingLastPathComponent())
+        let name = "vorbis-44100-stereo-chained.ogg"
+        let reference = try DecoderRegistry.shared.open(path: fixture(name)).decodeAll()
+        let rig = try Rig(kind, rate: 44_100)
+        // 3 000 bytes a second: the end is a few seconds away when the player is made.
+        let player = try AudioPlayer(contentsOf: nginx.url("rate/3000/\(name)"), backend: rig.backend)
+        #expect(player.isDurationEstimated)
+        try player.play()
+        _ = try rig.render(until: { !player.isPlaying }, limit: 44_100 * 20, chunk: 1_024)
+        #expect(!player.isDurationEstimated)
+        #expect(player.duration == Double(reference.frameCount) / 44_100)
     }
 
     /// The same frames: bit for bit on the buffer queue; on OpenAL, whose mono-to-stereo gain

@@ -663,7 +663,9 @@ public final class AudioPlayer: Sendable {
         case .playing, .paused, .buffering:
             if let held = c.heldFrame { return held }
             let played = c.voice?.framesPlayed ?? 0
-            return min(stream.sourceFrame(atStreamFrame: played), stream.frameCount)
+            let frame = stream.sourceFrame(atStreamFrame: played)
+            // A stream's count is an estimate (a live one's is 0): no clamp to it.
+            return stream.isSourceFrameCountExact ? min(frame, stream.frameCount) : frame
         }
     }
 
