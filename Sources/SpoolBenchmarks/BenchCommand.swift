@@ -52,7 +52,7 @@ package enum BenchCommand {
                 (default 1) of audio stream through
           stream --url URL [--starts N] [--memory-url URL] [--json PATH]
                 play while downloading (scripts/stream-bench.sh serves both from nginx): opening
-                to first audio against the link's first chunk + one period, and the resident set
+                to first frame heard against the link's first chunk + one period, and the resident set
                 while every frame of a long URL decodes as fast as the CPU allows
           stretch [FILE] [--seconds S] [--runs N] [--tempi LIST] [--sweep] [--json PATH]
                 time-stretch (pitch kept) CPU per second against decode + copy, at tempi 1.5 and

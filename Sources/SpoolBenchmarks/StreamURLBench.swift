@@ -5,9 +5,9 @@ import Spool
 ///
 /// First audio (`--url`, a link throttled to about twice the audio's bit rate): each start
 /// opens an `AudioPlayer` on the URL and plays it on the null device (the buffer queue, 256 × 2
-/// frames); *first audio* is the time from the start of the opening to the first frame taken
-/// into the output (`firstFrameHeard` less the output's latency). Its peer, timed the same way
-/// in the same run, is the time the link takes to deliver the player's first chunk (4096
+/// frames); *first audio* is the time from the start of the opening to the first frame heard
+/// (`firstFrameHeard`, as every latency bench times it). Its peer, timed from the same point in
+/// the same run, is the time the link takes to deliver the player's first chunk (4096
 /// frames): a `StreamingDecoder` on the URL, opened and read until those frames decode. The
 /// target is first audio ≤ that chunk's arrival + one device period; each row says how far.
 ///
@@ -23,8 +23,8 @@ enum StreamURLBench {
         let chunkArrivalMedianMilliseconds: Double
         let firstAudioMedianMilliseconds: Double
         let firstAudioWorstMilliseconds: Double
-        /// The first frame heard (first audio + the output's latency), median.
-        let firstHeardMedianMilliseconds: Double
+        /// The output's latency as the player reports it (part of first audio).
+        let outputLatencyMilliseconds: Double
         /// First audio − (chunk arrival + one period), median: 0 or less meets the target.
         let marginMilliseconds: Double
         let kind = "observed"
@@ -69,11 +69,11 @@ enum StreamURLBench {
         if let text = args.string("url") {
             start = try firstAudio(try url(text), starts: starts)
             if let r = start {
-                print("\nplay while downloading: opening to first frame into the output, against the link's first chunk (4096 frames) + one period, median of \(r.starts); observed")
+                print("\nplay while downloading: opening to first frame heard, against the link's first chunk (4096 frames) + one period, median of \(r.starts); observed")
                 print(BenchTable.render(
-                    ["url", "chunk arrives ms", "first audio ms", "worst ms", "heard ms", "period ms", "first audio − (chunk + period) ms"],
+                    ["url", "chunk arrives ms", "first audio ms", "worst ms", "output latency ms", "period ms", "first audio − (chunk + period) ms"],
                     [[r.url, f(r.chunkArrivalMedianMilliseconds), f(r.firstAudioMedianMilliseconds), f(r.firstAudioWorstMilliseconds),
-                      f(r.firstHeardMedianMilliseconds), f(r.periodMilliseconds), f(r.marginMilliseconds)]]))
+                      f(r.outputLatencyMilliseconds), f(r.periodMilliseconds), f(r.marginMilliseconds)]]))
             }
         }
         try bench.writeReport(Report(start: start, memory: memory))
@@ -88,7 +88,8 @@ enum StreamURLBench {
 
     /// Alternates a chunk-arrival run and a player start, `starts` times each.
     static func firstAudio(_ url: URL, starts: Int) throws -> StartRow {
-        var arrivals: [Double] = [], firsts: [Double] = [], heards: [Double] = []
+        var arrivals: [Double] = [], firsts: [Double] = []
+        var latency = 0.0
         var period = 0.0
         for _ in 0..<starts {
             // The peer: the link delivering the first chunk's bytes, decoded.
@@ -114,15 +115,15 @@ enum StreamURLBench {
                                               played: { player.currentFrame }, latency: { player.outputLatency }) else {
                 throw AudioError(.readFailed, "\(url.absoluteString): no frame played within 30 s")
             }
-            firsts.append(heard - player.outputLatency)
-            heards.append(heard)
+            firsts.append(heard)
+            latency = player.outputLatency
             try player.stop()
         }
         let arrival = StreamBench.median(arrivals), first = StreamBench.median(firsts)
         return StartRow(url: url.absoluteString, starts: starts, periodMilliseconds: period * 1000,
                         chunkArrivalMedianMilliseconds: arrival * 1000, firstAudioMedianMilliseconds: first * 1000,
                         firstAudioWorstMilliseconds: (firsts.max() ?? 0) * 1000,
-                        firstHeardMedianMilliseconds: StreamBench.median(heards) * 1000,
+                        outputLatencyMilliseconds: latency * 1000,
                         marginMilliseconds: (first - arrival - period) * 1000)
     }
 

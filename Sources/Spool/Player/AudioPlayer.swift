@@ -249,9 +249,10 @@ public final class AudioPlayer: Sendable {
             // Offline, a render waits for the bytes: what it renders is the file, however slow
             // the link. In real time the feed starves instead, and the player buffers.
             streaming.audio.waitsForData = backend.offlineRenderer != nil
+            // The audio holds this closure: it holds the queue, never `streaming` (a cycle).
+            let queue = streaming.queue
             streaming.audio.onChunk = { [weak self] in
-                guard let self else { return }
-                streaming.queue.async { [weak self] in self?.audioArrived() }
+                queue.async { [weak self] in self?.audioArrived() }
             }
             streaming.titles.deliver(to: { [weak self] title in self?.deliver([.streamTitle(title)]) })
         }
