@@ -241,3 +241,26 @@ struct StreamingRealTimeTests {
         return (out, states)
     }
 }
+
+/// A playlist tells its items whether to wait for audio; its file items always do.
+@Suite("Playlist items and arriving audio")
+struct PlaylistArrivalTests {
+    /// A file item told not to wait would starve its feed with nothing to wake it: a real-time
+    /// `spool play` of a short file then never ended (one run in dozens, under load).
+    @Test("a file item never starves its feed, whatever the playlist's player asks of arriving audio")
+    func aFileItemNeverStarves() throws {
+        for _ in 0..<50 {
+            var plan = PlaylistPlan()
+            plan.items[0] = .file(URL(fileURLWithPath: fixture("wav-44100-stereo-s16.wav")))
+            plan.insertion = [0]
+            plan.order = [0]
+            plan.selected = 0
+            let source = PlaylistSource(format: try AudioFormat(sampleRate: 44_100, channelCount: 2), plan: plan)
+            try source.seek(toFrame: 0)
+            source.onChunk = {}
+            source.waitsForData = false
+            #expect(!source.wouldWait)
+            #expect(source.download == nil)
+        }
+    }
+}

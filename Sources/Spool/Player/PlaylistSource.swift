@@ -303,13 +303,16 @@ final class PlaylistSource: ProgressiveDecoder, ArrivingAudio, @unchecked Sendab
         get { arrivals.onChunk }
         set { arrivals.onChunk = newValue }
     }
-    /// For the items opened from now on, and the current one and the one opened ahead.
+    /// For the http(s) items opened from now on, and the current one and the one opened ahead
+    /// if they are such items. (A file item always waits: its bytes are on the disk, and no
+    /// arrival would wake a feed it starved.)
     var waitsForData: Bool {
         get { arrivals.waitsForData }
         set {
             arrivals.waitsForData = newValue
-            live.withLock { $0 }?.waitsForData = newValue
-            (opened.withLock { $0 }?.decoder.source as? PrefetchingDecoder)?.waitsForData = newValue
+            for prefetcher in [live.withLock { $0 }, opened.withLock { $0 }?.decoder.source as? PrefetchingDecoder] {
+                if let prefetcher, prefetcher.download != nil { prefetcher.waitsForData = newValue }
+            }
         }
     }
 

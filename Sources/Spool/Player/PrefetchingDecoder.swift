@@ -85,8 +85,11 @@ final class PrefetchingDecoder: ProgressiveDecoder, ArrivingAudio, @unchecked Se
         set { ready.withLock { $0.onChunk = newValue } }
     }
 
-    /// With `waitsForData` off: nothing decoded, and the end not reached.
-    var wouldWait: Bool { ready.withLock { !$0.waitsForData && $0.chunks.isEmpty && !$0.ended } }
+    /// With `waitsForData` off and someone told of arrivals (`onChunk`): nothing decoded, and
+    /// the end not reached. (Without `onChunk` nothing would resume a feed it starved.)
+    var wouldWait: Bool {
+        ready.withLock { !$0.waitsForData && $0.onChunk != nil && $0.chunks.isEmpty && !$0.ended }
+    }
 
     /// The download the decoder reads, when it reads one.
     let download: HTTPSource?
