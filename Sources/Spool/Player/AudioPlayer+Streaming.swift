@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 import SpoolCore
 
 /// How much of an http(s) URL an `AudioPlayer` holds ahead of what plays (the closest Apple
@@ -77,6 +78,13 @@ extension AudioPlayer {
             func deliver(to sink: @escaping @Sendable (String) -> Void) {
                 state.withLock { $0.sink = sink }
             }
+        }
+
+        /// Opens `url` read ahead as a player's URL is read: `chunksAhead` chunks of
+        /// `chunkFrames`, with its download kept for the buffer fill.
+        static func open(_ url: URL, onTitle: (@Sendable (String, Int) -> Void)? = nil) throws -> PrefetchingDecoder {
+            let (decoder, source) = try RemoteAudio.open(url, onTitle: onTitle)
+            return PrefetchingDecoder(decoder, chunkFrames: chunkFrames, chunksAhead: chunksAhead(decoder.format), download: source)
         }
 
         /// Chunks decoded ahead of the voice: about 2 s of audio, so that a stall of the link

@@ -171,9 +171,7 @@ public final class AudioPlayer: Sendable {
         }
         // A radio station's titles come with the first bytes, before the player exists.
         let titles = Streaming.TitleRelay()
-        let (decoder, source) = try RemoteAudio.open(url, onTitle: { title, _ in titles.receive(title) })
-        let chunks = Streaming.chunksAhead(decoder.format)
-        let prefetcher = PrefetchingDecoder(decoder, chunkFrames: Streaming.chunkFrames, chunksAhead: chunks, download: source)
+        let prefetcher = try Streaming.open(url, onTitle: { title, _ in titles.receive(title) })
         try self.init(source: prefetcher, url: url, data: nil, backend: backend, eventQueue: eventQueue,
                       streaming: Streaming(audio: prefetcher, titles: titles))
     }

@@ -79,9 +79,7 @@ final class ArrivalHooks: Sendable {
 
     /// Opens `url` read ahead as a player's URL is, with these hooks.
     func open(_ url: URL) throws -> PrefetchingDecoder {
-        let (decoder, source) = try RemoteAudio.open(url)
-        let prefetcher = PrefetchingDecoder(decoder, chunkFrames: AudioPlayer.Streaming.chunkFrames,
-                                            chunksAhead: AudioPlayer.Streaming.chunksAhead(decoder.format), download: source)
+        let prefetcher = try AudioPlayer.Streaming.open(url)
         prefetcher.waitsForData = waitsForData
         prefetcher.onChunk = { [weak self] in self?.onChunk?() }
         return prefetcher

@@ -30,9 +30,4 @@ public enum RemoteAudio {
         if decoder.info.bitRate > 0 { source.byteRate = Double(decoder.info.bitRate) / 8 }
         return (decoder, source)
     }
-
-    /// A decoder of a file or of an http(s) URL.
-    static func decoder(for url: URL) throws -> any AudioDecoder {
-        handles(url) ? try open(url).decoder : try DecoderRegistry.shared.open(.file(url))
-    }
 }
