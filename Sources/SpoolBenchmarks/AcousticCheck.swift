@@ -26,18 +26,23 @@ enum AcousticCheck {
         let agrees: Bool
     }
 
-    /// Runs the check at the device configuration asked.
-    static func run(rate: Double, periodFrames: Int = 512, periods: Int = 3) throws -> Result {
+    /// Runs the check at the device configuration asked, the queue on `queueOutput` (a target
+    /// that reaches the sound server: `default`, `pulse[:SINK]` or `alsa:NAME`).
+    static func run(rate: Double, queueOutput: OutputTarget = .default, periodFrames: Int = 512, periods: Int = 3) throws
+        -> Result {
         guard serverAnswers() else {
             throw AudioError(.deviceUnavailable, "the acoustic check needs a PulseAudio or PipeWire server (pactl info failed)")
         }
         let recorder = try MonitorClock()
 
-        // Queue: the engine on ALSA `default`; OpenAL: its default device, both at F × P asked.
+        // Queue: the engine on the output asked; OpenAL: its default device, both at F × P asked.
         let configuration = OutputConfiguration(sampleRate: rate, channelCount: 2, periodFrames: periodFrames,
                                                 periodCount: periods)
-        let alsa = try ALSADevice(name: "default", configuration: configuration)
-        let engine = QueueEngine(device: alsa)
+        let (device, notice) = try OutputDeviceFactory.open(queueOutput, configuration: configuration)
+        guard notice == nil, !(device is NullDevice) else {
+            throw AudioError(.deviceUnavailable, "the acoustic check's queue output reaches no sound server (\(notice ?? "null"))")
+        }
+        let engine = QueueEngine(device: device)
         try engine.start()
         let openAL = try OpenALBackend(.systemDefault, configuration: configuration)
         let format = try AudioFormat(sampleRate: rate, channelCount: 2)
@@ -65,19 +70,26 @@ enum AcousticCheck {
 
         // 1. Each back-end alone, started at once, five times: the absolute start latency.
         // Each report is quantised to a period (an update on OpenAL) and the monitor's timing
-        // to the server's blocks, so the median of five is compared.
+        // to the server's blocks, so the median of five is compared. The queue starts below the
+        // floor first, where its output rewinds, then behind what the output holds.
         let starts = 5
-        var queueStarts: [(call: UInt64, reported: Double?)] = []
+        let rewinds = engine.rewindSupport == .available ? [true, false] : [false]
+        var queueStarts: [[(call: UInt64, reported: Double?)]] = []
         var alStarts: [(call: UInt64, reported: Double?)] = []
         var alone: [AnyObject] = []
-        for _ in 0..<starts {
-            let voice = try BufferQueue(format: format, engine: engine) { _, _ in }
-            try voice.enqueue(queueClick)
-            let call = HostTime.now()
-            try voice.start()
-            Thread.sleep(forTimeInterval: 0.3)
-            queueStarts.append((call, voice.firstFrameHostTime.map { Double(Int64(bitPattern: $0 &- call)) / 1e6 }))
-            alone.append(voice)
+        for rewind in rewinds {
+            engine.startsBelowFloor = rewind
+            var calls: [(call: UInt64, reported: Double?)] = []
+            for _ in 0..<starts {
+                let voice = try BufferQueue(format: format, engine: engine) { _, _ in }
+                try voice.enqueue(queueClick)
+                let call = HostTime.now()
+                try voice.start()
+                Thread.sleep(forTimeInterval: 0.3)
+                calls.append((call, voice.firstFrameHostTime.map { Double(Int64(bitPattern: $0 &- call)) / 1e6 }))
+                alone.append(voice)
+            }
+            queueStarts.append(calls)
         }
         for _ in 0..<starts {
             let voice = try openAL.makeVoice(format: alFormat, priority: 1)
@@ -106,7 +118,7 @@ enum AcousticCheck {
         engine.stop()
         openAL.device.close()
 
-        guard let queueHeard, let alHeard, !queueStarts.contains(where: { $0.reported == nil }),
+        guard let queueHeard, let alHeard, !queueStarts.joined().contains(where: { $0.reported == nil }),
               !alStarts.contains(where: { $0.reported == nil }) else {
             throw AudioError(.deviceUnavailable, "a back-end never reported its click as started")
         }
@@ -130,13 +142,18 @@ enum AcousticCheck {
         }
         let measured = (try heard(channel: 1, after: target) - heard(channel: 0, after: target)) / 1e6
         let predicted = (alHeard - queueHeard) / 1e6
-        let period = max(Double(alsa.periodFrames) / rate, Double(openAL.device.updateFrames) / alFormat.sampleRate) * 1000
+        let period = max(Double(device.periodFrames) / rate, Double(openAL.device.updateFrames) / alFormat.sampleRate) * 1000
         let tolerance = period + 2
-        let absolute = [try absolute("queue", channel: 0, queueStarts), try absolute("openal", channel: 1, alStarts)]
-        let agrees = abs(measured - predicted) <= tolerance && absolute.allSatisfy { abs($0.differenceMs) <= tolerance }
-        return Result(queueDevice: "\(alsa.name) \(alsa.periodFrames)×\(alsa.periodCount)",
+        var heardAlone: [Absolute] = []
+        for (rewind, starts) in zip(rewinds, queueStarts) {
+            let name = rewinds.count > 1 ? "queue (rewind \(rewind ? "on" : "off"))" : "queue"
+            heardAlone.append(try absolute(name, channel: 0, starts))
+        }
+        heardAlone.append(try absolute("openal", channel: 1, alStarts))
+        let agrees = abs(measured - predicted) <= tolerance && heardAlone.allSatisfy { abs($0.differenceMs) <= tolerance }
+        return Result(queueDevice: "\(device.name) \(device.periodFrames)×\(device.periodCount)",
                       openALDevice: "openal:\(openAL.device.name) \(openAL.device.updateFrames)\(openAL.device.periodCount.map { "×\($0)" } ?? "-frame updates")",
-                      absolute: absolute, measuredOffsetMs: measured, predictedOffsetMs: predicted,
+                      absolute: heardAlone, measuredOffsetMs: measured, predictedOffsetMs: predicted,
                       differenceMs: measured - predicted, toleranceMs: tolerance, agrees: agrees)
     }
 
@@ -174,7 +191,7 @@ enum AcousticCheck {
         let verdict = r.agrees ? "agree" : "DISAGREE: the back-ends' latency reports do not match what was heard"
         let absolute = r.absolute.map {
             String(format: "  %@ started at once, median of 5: heard after %.2f ms (observed), reported %.2f ms, difference %.2f ms",
-                   $0.backend, $0.observedMs, $0.reportedMs, $0.differenceMs)
+                   $0.backend as NSString, $0.observedMs, $0.reportedMs, $0.differenceMs)
         }.joined(separator: "\n")
         return String(format: """
             acoustic check (sound server monitor mapped to host time, queue click left, OpenAL click right):

@@ -7,42 +7,68 @@ import Spool
 /// period settings once per process.
 enum LatencyBench {
     static let help = """
-        usage: spool bench latency [--backends queue,openal] [--output null|default|pulse[:SINK]|alsa:NAME]
-                                   [--buffer-frames 128,256,512,1024] [--buffers 2,3,4] [--rate HZ]
-                                   [--starts N] [--seconds S] [--load] [--no-reference] [--rewind on|off|both]
-                                   [--json PATH] [--chart PATH.svg] [--acoustic]
+        usage: spool bench latency [--backends queue,openal] [--output null|default|pulse[:SINK]|alsa:NAME,...]
+                                   [--buffer-frames 128,256,512,1024] [--buffers 2,3,4] [--configs 128x2,1024x3]
+                                   [--rate HZ] [--starts N] [--seconds S] [--load] [--no-reference]
+                                   [--rewind on|off|both] [--json PATH] [--chart PATH.svg] [--acoustic]
 
-        For each back-end and device configuration (F frames × P periods):
+        For each back-end, output and device configuration (F frames × P periods):
           start latency    start call → first frame leaving the device, over N starts: p50, p99, max
-          output latency   audio held ahead of the speaker in steady playback (median)
+          output latency   audio held ahead of the speaker in steady playback (median): the voice's
+                           queued buffers and the device's part (device ms: the server's, ALSA's or
+                           OpenAL Soft's own figure)
           refill           buffer consumed → refill callback (queue) or unqueue (OpenAL): p50, p99
           underruns        during S seconds of steady playback (--load keeps the other cores busy)
-        and the floor: new audio starts between (P−1)·F and P·F frames later. The queue back-end
-        is measured with and without starting below the floor (--rewind, both by default): on a
-        device that rewinds, a start re-mixes the frames not yet played instead of waiting behind
-        them; the rewind column says on, off, or cannot (a device that does not rewind).
-        Reference rows show each back-end at its usual defaults. --acoustic, at the first F × P
-        given, records the sound server's monitor with its own timing (so each recorded frame has
-        the host time it was heard), starts a click on each back-end alone and then on both at one
-        host time, and checks each start latency heard against the one its back-end reports, and
-        the offset between them (exit 1 when any disagrees by more than one period + 2 ms).
+        and the floor: new audio starts between (P−1)·F and P·F frames later. --output takes several
+        outputs, measured in one run: the queue plays on each; OpenAL on null and default only (OpenAL
+        Soft picks its own driver, PulseAudio first), and on default when only pulse or ALSA outputs
+        are given. default is the native PulseAudio output for the queue where a server answers;
+        alsa:default is ALSA's plug-in to it. --configs lists F×P pairs instead of every --buffer-frames with
+        every --buffers. The granted column shows a PulseAudio stream's tlength/minreq/prebuf in
+        frames. The queue back-end is measured with and without starting below the floor (--rewind,
+        both by default): on a device that rewinds, a start re-mixes the frames not yet played
+        instead of waiting behind them; the rewind column says on, off, or cannot (a device that
+        does not rewind). Reference rows show each back-end at its usual defaults. --acoustic, at
+        the first F × P given, records the sound server's monitor with its own timing (so each
+        recorded frame has the host time it was heard), starts a click on each back-end alone (the
+        queue on the first output that reaches the server, with and without rewind) and then on
+        both at one host time, and checks each start latency heard against the one its back-end
+        reports, and the offset between them (exit 1 when any disagrees by more than one period + 2 ms).
         """
 
     static func run(_ words: [String]) throws {
         guard let bench = try BenchInvocation(
-            words, valued: ["backends", "output", "buffer-frames", "buffers", "rate", "starts", "seconds", "chart", "rewind"],
+            words, valued: ["backends", "output", "buffer-frames", "buffers", "configs", "rate", "starts", "seconds", "chart",
+                     "rewind"],
             switches: ["load", "acoustic", "no-reference"], help: help
         ) else { return }
         let args = bench.arguments
         let backends = try bench.backends(allowed: ["queue", "openal"], defaults: ["queue", "openal"])
-        let output = args.string("output") ?? "null"
-        if case .pulse = try parseOutput(output), backends.contains("openal") {
-            // Said here, before any worker runs: OpenAL Soft plays to PulseAudio through its own driver.
-            throw UsageError("--output \(output) is the queue back-end's: give --backends queue, or --output default "
-                             + "for both (OpenAL Soft reaches PulseAudio through its own driver)")
+        let outputs = (args.string("output") ?? "null").split(separator: ",").map {
+            String($0).trimmingCharacters(in: .whitespaces)
         }
-        let frames = try list(args.string("buffer-frames") ?? "128,256,512,1024", name: "buffer-frames", range: 16...16_384)
-        let periods = try list(args.string("buffers") ?? "2,3,4", name: "buffers", range: 2...16)
+        var targets: [(text: String, target: OutputTarget)] = []
+        for text in outputs { targets.append((text, try parseOutput(text))) }
+        guard !targets.isEmpty else { throw UsageError("--output takes one or more outputs, comma-separated") }
+        // OpenAL Soft chooses its own driver (PulseAudio first) for `default`: it plays on the
+        // null and default outputs given, and on `default` when only pulse or ALSA outputs are.
+        let openALOutputs = targets.filter {
+            switch $0.target {
+            case .null, .default: return true
+            default: return false
+            }
+        }.map(\.text)
+        let configurations: [(frames: Int, periods: Int)]
+        if let configs = args.string("configs") {
+            guard args.string("buffer-frames") == nil, args.string("buffers") == nil else {
+                throw UsageError("--configs lists F×P pairs: give it instead of --buffer-frames and --buffers")
+            }
+            configurations = try pairs(configs)
+        } else {
+            let frames = try list(args.string("buffer-frames") ?? "128,256,512,1024", name: "buffer-frames", range: 16...16_384)
+            let periods = try list(args.string("buffers") ?? "2,3,4", name: "buffers", range: 2...16)
+            configurations = frames.flatMap { f in periods.map { (f, $0) } }
+        }
         let rate = try args.double("rate", in: 8_000...192_000) ?? 48_000
         let starts = try args.int("starts", in: 1...10_000) ?? 50
         let seconds = try args.double("seconds", in: 0.1...3_600) ?? 5
@@ -57,8 +83,9 @@ enum LatencyBench {
 
         var jobs: [[String]] = []
         for backend in backends {
-            for f in frames {
-                for p in periods {
+            let outputs = backend == "queue" ? targets.map(\.text) : (openALOutputs.isEmpty ? ["default"] : openALOutputs)
+            for output in outputs {
+                for (f, p) in configurations {
                     // OpenAL Soft mixes ahead and does not rewind: one row.
                     for rewind in backend == "queue" ? rewinds : ["off"] {
                         jobs.append(["--backend", backend, "--output", output, "--buffer-frames", "\(f)", "--buffers", "\(p)",
@@ -66,20 +93,20 @@ enum LatencyBench {
                                      "--rewind", rewind] + (load ? ["--load"] : []))
                     }
                 }
-            }
-            if !args.has("no-reference") {
-                // Each back-end's usual defaults: 1024 × 3 at 44.1 kHz (OpenAL Soft's own
-                // settings; an Audio Queue program's 3 buffers of 0.5 s on the queue).
-                jobs.append(["--backend", backend, "--output", output, "--buffer-frames", "1024", "--buffers", "3",
-                             "--rate", "44100", "--starts", "\(starts)", "--seconds", "\(seconds)", "--kind", "reference",
-                             "--rewind", "off"] + (load ? ["--load"] : []))
+                if !args.has("no-reference") {
+                    // Each back-end's usual defaults: 1024 × 3 at 44.1 kHz (OpenAL Soft's own
+                    // settings; an Audio Queue program's 3 buffers of 0.5 s on the queue).
+                    jobs.append(["--backend", backend, "--output", output, "--buffer-frames", "1024", "--buffers", "3",
+                                 "--rate", "44100", "--starts", "\(starts)", "--seconds", "\(seconds)", "--kind", "reference",
+                                 "--rewind", "off"] + (load ? ["--load"] : []))
+                }
             }
         }
         var rows: [LatencyRow] = []
         for job in jobs {
             let label = job.contains("reference") ? " (reference)" : ""
             let rewind = job[1] == "queue" && label.isEmpty ? ", rewind \(job[17])" : ""
-            printError("spool: measuring \(job[1]) \(job[5])×\(job[7])\(label)\(rewind)")
+            printError("spool: measuring \(job[1]) on \(job[3]) \(job[5])×\(job[7])\(label)\(rewind)")
             rows.append(try runWorker(job))
         }
         print(table(rows))
@@ -88,7 +115,10 @@ enum LatencyBench {
         }
         if let chart = args.string("chart") { try LatencyChart.write(rows, to: chart) }
         guard args.has("acoustic") else { return try bench.writeReport(rows) }
-        let result = try AcousticCheck.run(rate: rate, periodFrames: frames[0], periods: periods[0])
+        // The queue on the first output that reaches the sound server (ALSA `default` when none does).
+        let heardOutput = targets.first { if case .null = $0.target { return false } else { return true } }?.target ?? .default
+        let result = try AcousticCheck.run(rate: rate, queueOutput: heardOutput, periodFrames: configurations[0].frames,
+                                           periods: configurations[0].periods)
         print(AcousticCheck.report(result))
         try bench.writeReport(Report(rows: rows, acoustic: result))
         if !result.agrees { throw ExitFailure(AudioError(.deviceUnavailable, "acoustic check failed")) }
@@ -106,6 +136,21 @@ enum LatencyBench {
             throw UsageError("--\(name) takes comma-separated whole numbers within \(range.lowerBound)...\(range.upperBound)")
         }
         return values.compactMap { $0 }
+    }
+
+    /// `128x2,1024x3` (× or x) as (frames, periods) pairs.
+    static func pairs(_ text: String) throws -> [(frames: Int, periods: Int)] {
+        let pairs = text.split(separator: ",").map { pair -> (Int, Int)? in
+            let parts = pair.replacingOccurrences(of: "×", with: "x").split(separator: "x")
+            guard parts.count == 2, let f = Int(parts[0].trimmingCharacters(in: .whitespaces)),
+                  let p = Int(parts[1].trimmingCharacters(in: .whitespaces)),
+                  (16...16_384).contains(f), (2...16).contains(p) else { return nil }
+            return (f, p)
+        }
+        guard !pairs.isEmpty, pairs.allSatisfy({ $0 != nil }) else {
+            throw UsageError("--configs takes comma-separated FxP pairs, F within 16...16384 and P within 2...16 (e.g. 128x2,1024x3)")
+        }
+        return pairs.compactMap { $0 }
     }
 
     static func parseOutput(_ text: String) throws -> OutputTarget {
@@ -136,15 +181,15 @@ enum LatencyBench {
     static func table(_ rows: [LatencyRow]) -> String {
         func ms(_ v: Double?) -> String { v.map { $0.isNaN ? "-" : String(format: "%.2f", $0) } ?? "—" }
         return BenchTable.render(
-            ["backend", "output", "timing", "rewind", "F×P asked", "F×P got", "rate", "floor min/med/max ms", "start p50", "p99", "max",
-             "timeouts", "output ms", "refill p50", "p99", "underruns", "xruns"],
+            ["backend", "output", "timing", "rewind", "F×P asked", "F×P got", "granted", "rate", "floor min/med/max ms", "start p50",
+             "p99", "max", "timeouts", "output ms", "device ms", "refill p50", "p99", "underruns", "xruns"],
             rows.map { r in
                 [r.kind == "reference" ? "\(r.backend) (ref)" : r.backend, r.output, r.timing, r.rewind,
                  "\(r.requestedPeriodFrames)×\(r.requestedPeriods)",
                  "\(r.periodFrames)×\(r.periods)\(r.periodFrames == r.requestedPeriodFrames && r.periods == r.requestedPeriods ? "" : " *")",
-                 "\(Int(r.sampleRate))",
+                 r.granted ?? "—", "\(Int(r.sampleRate))",
                  "\(ms(r.floorMinMs))/\(ms(r.floorMedianMs))/\(ms(r.floorMaxMs))",
-                 ms(r.startP50Ms), ms(r.startP99Ms), ms(r.startMaxMs), "\(r.startTimeouts)", ms(r.outputLatencyMs),
+                 ms(r.startP50Ms), ms(r.startP99Ms), ms(r.startMaxMs), "\(r.startTimeouts)", ms(r.outputLatencyMs), ms(r.deviceLatencyMs),
                  ms(r.refillP50Ms), ms(r.refillP99Ms), "\(r.underruns)\(r.load ? " (load)" : "")", "\(r.xruns)"]
             })
     }
@@ -200,6 +245,8 @@ enum LatencyWorker {
             startP50Ms: percentile(startLatencies, 50) * 1000, startP99Ms: percentile(startLatencies, 99) * 1000,
             startMaxMs: (startLatencies.max() ?? .nan) * 1000,
             outputLatencyMs: percentile(steady.latencies, 50) * 1000,
+            deviceLatencyMs: steady.deviceLatencies.isEmpty ? nil : percentile(steady.deviceLatencies, 50) * 1000,
+            granted: probe.granted,
             // No refill in the steady part (a buffer longer than it): no figure, rather than NaN.
             refillP50Ms: steady.turnarounds.flatMap { $0.isEmpty ? nil : percentile($0, 50) * 1000 },
             refillP99Ms: steady.turnarounds.flatMap { $0.isEmpty ? nil : percentile($0, 99) * 1000 },

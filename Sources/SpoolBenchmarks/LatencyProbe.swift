@@ -30,8 +30,15 @@ struct LatencyRow: Codable {
     var startP50Ms: Double
     var startP99Ms: Double
     var startMaxMs: Double
-    /// Audio the back-end and device hold ahead of the speaker in steady playback (median).
+    /// Audio the back-end and device hold ahead of the speaker in steady playback (median):
+    /// the voice's own queued buffers and the device's latency.
     var outputLatencyMs: Double
+    /// The device's part of it alone (median): what the sound server, ALSA or OpenAL Soft
+    /// reports between a frame mixed and that frame heard.
+    var deviceLatencyMs: Double?
+    /// What the device granted, where it says more than F × P: a PulseAudio stream's
+    /// `tlength/minreq/prebuf` in frames.
+    var granted: String?
     /// Wall time from a buffer being consumed to its refill callback (queue only); `nil` where
     /// the back-end gives no such moment to time from (OpenAL reports a buffer processed only
     /// when its pump polls, so there is no consumption time to measure against).
@@ -51,13 +58,24 @@ protocol LatencyProbe: AnyObject {
     var timing: String { get }
     /// What `LatencyRow.rewind` says.
     var rewind: String { get }
+    /// What the device granted beyond F × P (`LatencyRow.granted`), or nil.
+    var granted: String? { get }
     /// Start latencies in seconds, from the start call to the first frame leaving the device,
     /// and the number of starts that timed out.
     func measureStarts(count: Int) throws -> (latencies: [Double], timedOut: Int)
-    /// Steady playback for `seconds`: output latency samples (s), refill turnarounds (s; `nil`
-    /// when not measurable), underruns, xruns.
-    func measureSteady(seconds: Double) throws -> (latencies: [Double], turnarounds: [Double]?, underruns: Int, xruns: Int)
+    /// Steady playback for `seconds`: output latency samples (s), the device's part of each
+    /// (s), refill turnarounds (s; `nil` when not measurable), underruns, xruns.
+    func measureSteady(seconds: Double) throws -> SteadyPlayback
     func close()
+}
+
+/// What `LatencyProbe.measureSteady(seconds:)` found.
+struct SteadyPlayback {
+    var latencies: [Double] = []
+    var deviceLatencies: [Double] = []
+    var turnarounds: [Double]?
+    var underruns = 0
+    var xruns = 0
 }
 
 /// The buffer-queue back-end: a `BufferQueue` with `bufferCount` buffers of `bufferFrames`
@@ -108,6 +126,12 @@ final class QueueLatencyProbe: LatencyProbe {
     /// The null device's period timestamps are its own clock's schedule, not a hardware's.
     var timing: String { device is NullDevice ? "modelled" : "observed" }
 
+    var granted: String? {
+        guard let pulse = device as? PulseAudioDevice else { return nil }
+        let b = pulse.bufferAttributes
+        return "\(b.targetLength)/\(b.minimumRequest)/\(b.prebuffer)"
+    }
+
     var rewind: String {
         guard engine.startsBelowFloor else { return "off" }
         if case .unavailable = engine.rewindSupport { return "cannot" }
@@ -141,7 +165,7 @@ final class QueueLatencyProbe: LatencyProbe {
         return (latencies, timedOut)
     }
 
-    func measureSteady(seconds: Double) throws -> (latencies: [Double], turnarounds: [Double]?, underruns: Int, xruns: Int) {
+    func measureSteady(seconds: Double) throws -> SteadyPlayback {
         turnarounds.withLock { $0 = [] }
         refill.withLock { $0 = true }
         for buffer in buffers { try queue.enqueue(buffer) }
@@ -149,14 +173,17 @@ final class QueueLatencyProbe: LatencyProbe {
         Thread.sleep(forTimeInterval: 0.3)
         let underruns0 = queue.underrunCount, xruns0 = device.xrunCount
         turnarounds.withLock { $0 = [] }
-        var latencies: [Double] = []
+        var result = SteadyPlayback()
         let end = HostTime.now() + HostTime.nanoseconds(seconds)
         while HostTime.now() < end {
             Thread.sleep(forTimeInterval: 0.01)
-            let frames = device.queuedFrames + queue.queuedFrames
-            latencies.append(Double(frames) / device.format.sampleRate)
+            let held = device.queuedFrames
+            result.deviceLatencies.append(Double(held) / device.format.sampleRate)
+            result.latencies.append(Double(held + queue.queuedFrames) / device.format.sampleRate)
         }
-        let result = (latencies, turnarounds.withLock { $0 }, queue.underrunCount - underruns0, device.xrunCount - xruns0)
+        result.turnarounds = turnarounds.withLock { $0 }
+        result.underruns = queue.underrunCount - underruns0
+        result.xruns = device.xrunCount - xruns0
         refill.withLock { $0 = false }
         try queue.stop(immediately: true)
         return result

@@ -82,6 +82,9 @@ final class OpenALLatencyProbe: LatencyProbe {
     /// OpenAL Soft mixes its periods ahead and has no way to write them again.
     var rewind: String { "cannot" }
 
+    /// OpenAL Soft says its update size only (the F×P columns).
+    var granted: String? { nil }
+
     func measureStarts(count: Int) throws -> (latencies: [Double], timedOut: Int) {
         refill.withLock { $0 = false }
         var random = SplitMix(seed: 7)  // the same start phases as the queue probe
@@ -134,7 +137,7 @@ final class OpenALLatencyProbe: LatencyProbe {
         bed.dispose()
     }
 
-    func measureSteady(seconds: Double) throws -> (latencies: [Double], turnarounds: [Double]?, underruns: Int, xruns: Int) {
+    func measureSteady(seconds: Double) throws -> SteadyPlayback {
         let rate = backend.device.format.sampleRate
         ledger.withLock { $0 = Ledger() }
         refill.withLock { $0 = true }
@@ -145,14 +148,17 @@ final class OpenALLatencyProbe: LatencyProbe {
         try voice.start()
         Thread.sleep(forTimeInterval: 0.3)
         let underruns0 = voice.underrunCount, xruns0 = backend.device.xrunCount
-        var latencies: [Double] = []
+        var result = SteadyPlayback()
         let end = HostTime.now() + HostTime.nanoseconds(seconds)
         while HostTime.now() < end {
             Thread.sleep(forTimeInterval: 0.01)
             let ahead = Double(ledger.withLock { $0.enqueued } - voice.framesPlayed) / rate
-            latencies.append(max(0, ahead) + voice.outputLatency)
+            let held = voice.outputLatency
+            result.deviceLatencies.append(held)
+            result.latencies.append(max(0, ahead) + held)
         }
-        let result: ([Double], [Double]?, Int, Int) = (latencies, nil, voice.underrunCount - underruns0, backend.device.xrunCount - xruns0)
+        result.underruns = voice.underrunCount - underruns0
+        result.xruns = backend.device.xrunCount - xruns0
         refill.withLock { $0 = false }
         try voice.stop(immediately: true)
         return result
