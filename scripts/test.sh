@@ -26,7 +26,7 @@ bounded() {
 }
 # The suites that time a real sound server or a real-time device run on their own after the rest, so that the rest's
 # parallel work does not steal their real-time threads' wake-ups.
-realtime='SoundServerTests|PulseAudioTests|SoundServerEventTests|PulseAudioRewindTests|PlaySessionTests|PlaylistAnnouncementTests|StreamingRealTimeTests'
+realtime='SoundServerTests|PulseAudioTests|SoundServerEventTests|PulseAudioRewindTests|PlaySessionTests|NativeOutputToolTests|PlaylistAnnouncementTests|StreamingRealTimeTests'
 bounded 1200 swift test --skip-build --skip "$realtime" 2>&1 | tee "$log"
 first=$(sed -n 's/.*Test run with \([0-9]*\) tests.* passed after.*/\1/p' "$log" | tail -1)
 # They time a real server on a shared machine, which can hold its threads off once (the

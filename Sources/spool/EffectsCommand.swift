@@ -29,6 +29,8 @@ enum EffectsCommand {
             periodCount: try args.int("buffers", in: 2...32) ?? 3)
         let opened = try PlaybackOutput.open(backend: backendName, output: output, configuration: configuration)
         if let notice = opened.notice { printError("spool: \(notice)") }
+        // Sound effects are events to the sound server's policies (AudioSession's ambient).
+        opened.backend.setOutputRole("event")
         let effects = try SoundEffects(backend: opened.backend)
         let bank = try SoundBank(effects: effects)
         let report = try bank.load(directory: URL(fileURLWithPath: directory))
