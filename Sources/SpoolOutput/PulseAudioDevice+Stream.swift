@@ -46,6 +46,9 @@ final class PulseAudioStream: @unchecked Sendable {
     let running = Atomic<Bool>(false)
     /// Set once the stream or the context failed; never cleared.
     let lost = Atomic<Bool>(false)
+    /// Set when the context failed while the device was in use: the server went away (or
+    /// dropped the connection), not only the stream's sink.
+    let serverGone = Atomic<Bool>(false)
     /// Set by `close()`, so that the disconnection it makes is not reported as a loss.
     private let closing = Atomic<Bool>(false)
     /// Asks for the stream's timing every 100 ms while it plays (`requestTiming`).
@@ -232,7 +235,10 @@ final class PulseAudioStream: @unchecked Sendable {
     private func contextStateChanged() {
         guard let context else { return }
         let state = pulse.contextGetState(context)
-        if state == PA_CONTEXT_FAILED || state == PA_CONTEXT_TERMINATED { lose(status: pulse.contextErrno(context)) }
+        if state == PA_CONTEXT_FAILED || state == PA_CONTEXT_TERMINATED {
+            if stream != nil, !closing.load(ordering: .acquiring) { serverGone.store(true, ordering: .releasing) }
+            lose(status: pulse.contextErrno(context))
+        }
         pulse.mainloopSignal(mainloop, 0)
     }
 
@@ -250,6 +256,8 @@ final class PulseAudioStream: @unchecked Sendable {
             return
         }
         running.store(false, ordering: .releasing)
+        // A stream fails with its context when the server goes: said before the loss is reported.
+        if let context, pulse.contextGetState(context) != PA_CONTEXT_READY { serverGone.store(true, ordering: .releasing) }
         events.reportLoss(status: status == 0 ? Int32(PA_ERR_UNKNOWN.rawValue) : status)
     }
 

@@ -1,5 +1,6 @@
 internal import CPulse
 import SpoolCore
+import Dispatch
 
 /// An output device on the PulseAudio server itself (libpulse's asynchronous API), without
 /// ALSA's plug-in in between: one playback stream of Float32 frames on a threaded main loop.
@@ -27,6 +28,10 @@ public final class PulseAudioDevice: OutputDevice {
     public let bufferAttributes: BufferAttributes
 
     private let stream: PulseAudioStream
+    /// Where the device connected (`nil`: libpulse's default), for the watch on the server's return.
+    private let server: String?
+    private let applicationName: String
+    private let serverReturn = ServerReturnWatch()
 
     /// A playback stream's buffer, in frames. The corresponding C type is `pa_buffer_attr`.
     public struct BufferAttributes: Sendable, Equatable, CustomStringConvertible {
@@ -90,6 +95,8 @@ public final class PulseAudioDevice: OutputDevice {
         }
         stream.watchSinks()
         self.stream = stream
+        self.server = server
+        self.applicationName = applicationName
         roleName = Locked(role)
         self.name = name
         self.format = format
@@ -102,7 +109,10 @@ public final class PulseAudioDevice: OutputDevice {
     }
 
     // The main loop stops (its thread joined) before the stream and the context are freed.
-    deinit { stream.close() }
+    deinit {
+        serverReturn.stop()
+        stream.close()
+    }
 
     /// Whether the stream is playing from a renderer (false after `stop()` or once lost).
     public var isRunning: Bool { stream.running.load(ordering: .acquiring) }
@@ -178,9 +188,58 @@ public final class PulseAudioDevice: OutputDevice {
     /// Sets what to call, on a queue of the device's own (never the main loop's thread), when
     /// the server reports an underrun, the stream goes away, the server asks the stream to
     /// pause or resume (`.corkRequested`), or a sink comes or goes or becomes the default
-    /// (`.routeChanged`).
+    /// (`.routeChanged`). When the server itself goes away, the handler hears
+    /// `.routeChanged(.serverLost)` and then `.deviceLost`; the device stays lost, but watches
+    /// for the server (a context of its own, tried every 250 ms) and reports
+    /// `.routeChanged(.serverReturned)` once it answers again, so that its owner may open a
+    /// new device.
     /// - Parameter handler: The handler, or `nil` to stop listening.
     public func setEventHandler(_ handler: (@Sendable (OutputDeviceEvent) -> Void)?) {
-        stream.events.setHandler(handler)
+        guard let handler else {
+            serverReturn.stop()
+            return stream.events.setHandler(nil)
+        }
+        let stream = self.stream, watch = serverReturn, server = self.server, applicationName = self.applicationName
+        stream.events.setHandler { event in
+            guard case .deviceLost = event, stream.serverGone.load(ordering: .acquiring) else { return handler(event) }
+            handler(.routeChanged(OutputRouteChange(reason: .serverLost)))
+            handler(event)
+            watch.start(server: server, applicationName: applicationName) { handler(.routeChanged($0)) }
+        }
+    }
+
+    /// Whether the device is watching for its lost server's return.
+    var isWatchingForServer: Bool { serverReturn.isWatching }
+}
+
+/// A lost device's watch on its server: a `SoundServerConnection` that connects in the
+/// background until the server answers, reports its return once, and closes.
+final class ServerReturnWatch: Sendable {
+    private let connection = Locked<SoundServerConnection?>(nil)
+
+    var isWatching: Bool { connection.withLock { $0 != nil } }
+
+    /// Starts watching, unless already; `returned` is called once, on the connection's event queue.
+    func start(server: String?, applicationName: String, returned: @escaping @Sendable (OutputRouteChange) -> Void) {
+        connection.withLock { current in
+            guard current == nil else { return }
+            guard let watch = try? SoundServerConnection(server: server, applicationName: applicationName, timeout: 2,
+                                                         retryInterval: 0.25, awaitingReturn: true) else { return }
+            watch.setEventHandler { [weak self] change in
+                guard change.reason == .serverReturned else { return }
+                returned(change)
+                self?.stop()
+            }
+            current = watch
+        }
+    }
+
+    /// Stops watching. The connection is closed off its own queues (closing joins its main loop).
+    func stop() {
+        guard let watch = connection.withLock({ current -> SoundServerConnection? in
+            defer { current = nil }
+            return current
+        }) else { return }
+        DispatchQueue.global().async { watch.close() }
     }
 }

@@ -36,9 +36,12 @@ final class SoundServerConnection: @unchecked Sendable {
     let connectionAttempts = Atomic<Int>(0)
 
     /// Starts a threaded main loop, connects a context to `server` and reads its sinks.
-    /// - Throws: `.deviceUnavailable` when libpulse cannot be loaded, or the server cannot be
-    ///   reached or does not answer within `timeout` seconds.
-    init(server: String?, applicationName: String, timeout: Double, retryInterval: Double) throws {
+    /// - Parameter awaitingReturn: The server is known to be gone: connect in the background,
+    ///   every `retryInterval`, and report `.serverReturned` once it answers, instead of
+    ///   throwing when it does not.
+    /// - Throws: `.deviceUnavailable` when libpulse cannot be loaded, or (unless
+    ///   `awaitingReturn`) the server cannot be reached or does not answer within `timeout` seconds.
+    init(server: String?, applicationName: String, timeout: Double, retryInterval: Double, awaitingReturn: Bool = false) throws {
         let pulse = try PulseAudioLibrary.shared.get()
         let name = "pulse monitor"
         let mainloop = try pulse.startMainloop(threadName: "spool-pulse-monitor", owner: name)
@@ -52,6 +55,14 @@ final class SoundServerConnection: @unchecked Sendable {
         }
         watcher = PulseAudioSinkWatcher(pulse: pulse, mainloop: mainloop, label: "spool.pulse.monitor.sinks") { [events] in
             events.report($0)
+        }
+        if awaitingReturn {
+            retrying.store(true, ordering: .releasing)
+            withMainloopLock {
+                makeRetryEvent()
+                if !connect() { scheduleRetry() }
+            }
+            return
         }
         let serverName = server.map { "the sound server at \($0)" } ?? "the sound server"
         let failure: AudioError? = withMainloopLock {

@@ -196,6 +196,56 @@ struct SoundServerEventTests {
         #expect(dropSeconds < 0.1, "the lost device's deinit took \(Self.ms(dropSeconds)) ms")
     }
 
+    @Test("A device whose server was killed says the server went, watches for it, and says when it is back",
+          .enabled(if: enabled, "no PulseAudio server answers `pactl info`; start one with scripts/pulseaudio.sh"))
+    func aLostDeviceReportsItsServersReturn() throws {
+        guard SoundServer.expectRunning() else { return }
+        let server = try PrivateSoundServer()
+        let (device, log) = try Self.playingDevice(on: server)
+        #expect(!device.isWatchingForServer)
+        server.kill()
+        let lost = log.wait(seconds: 1) { if case .deviceLost = $0 { true } else { false } }
+        #expect(lost != nil, "no .deviceLost within 1 s of the kill")
+        // The server's loss comes first, then the device's own.
+        let kinds = log.events.map(\.event).filter { if case .xrun = $0 { false } else { true } }
+        #expect(kinds.first.map { $0 == .routeChanged(OutputRouteChange(reason: .serverLost)) } == true, "\(kinds)")
+        #expect(device.isWatchingForServer)
+        Thread.sleep(forTimeInterval: 0.6)
+        #expect(!log.events.contains { if case .routeChanged(let c) = $0.event { c.reason == .serverReturned } else { false } })
+
+        try server.restart()
+        let returned = log.wait(seconds: 2) {
+            if case .routeChanged(let change) = $0 { change.reason == .serverReturned } else { false }
+        }
+        let change = try #require(returned, "no .serverReturned within 2 s of the restart: \(log.events.map { "\($0.event)" })")
+        #expect(change.event == .routeChanged(OutputRouteChange(reason: .serverReturned, defaultDevice: "null")))
+        #expect(!device.isRunning, "the device stays lost: its stream is gone")
+        let settled = Date().addingTimeInterval(1)
+        while device.isWatchingForServer, Date() < settled { usleep(5_000) }
+        #expect(!device.isWatchingForServer, "the watch ends once the server is back")
+        let returns = log.events.filter { if case .routeChanged(let c) = $0.event { c.reason == .serverReturned } else { false } }
+        #expect(returns.count == 1)
+    }
+
+    @Test("A sink unloaded under a device is not taken for the server going",
+          .enabled(if: enabled, "no PulseAudio server answers `pactl info`; start one with scripts/pulseaudio.sh"))
+    func aLostSinkIsNotALostServer() throws {
+        guard SoundServer.expectRunning() else { return }
+        let server = try PrivateSoundServer()
+        let loaded = try server.pactl("load-module", "module-null-sink", "sink_name=headphones")
+        try #require(loaded.status == 0)
+        let device = try PulseAudioDevice(sink: "headphones", server: server.address, configuration: Self.configuration)
+        let log = EventLog()
+        device.setEventHandler { log.record($0) }
+        try device.start(renderer: RecordingRenderer(channelCount: 2))
+        Thread.sleep(forTimeInterval: 0.3)
+        _ = try server.pactl("unload-module", loaded.output.trimmingCharacters(in: .whitespacesAndNewlines))
+        #expect(log.wait(seconds: 1) { if case .deviceLost = $0 { true } else { false } } != nil)
+        Thread.sleep(forTimeInterval: 0.2)
+        #expect(!log.events.contains { if case .routeChanged(let c) = $0.event { c.reason == .serverLost } else { false } })
+        #expect(!device.isWatchingForServer)
+    }
+
     @Test("A monitor reports a killed server lost, tries again every 250 ms, and back after a restart, where a device plays",
           .enabled(if: enabled, "no PulseAudio server answers `pactl info`; start one with scripts/pulseaudio.sh"))
     func monitorFollowsTheServerAway() throws {

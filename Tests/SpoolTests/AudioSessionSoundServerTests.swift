@@ -151,7 +151,19 @@ struct AudioSessionSoundServerTests {
         #expect(!player.isPlaying)
         #expect(Date().timeIntervalSince(start) < 0.5, "reading a player on a dead server took \(Date().timeIntervalSince(start)) s")
 
+        #expect(log.events.contains(.mediaServicesWereLost), "\(log.events)")
+        #expect(!log.events.contains(.mediaServicesWereReset))
+
+        // The lost output watches for its server and tells the session when it answers again.
         try server.restart()
+        let back = Date().addingTimeInterval(3)
+        while !log.events.contains(.mediaServicesWereReset), Date() < back { usleep(5_000) }
+        #expect(log.events.contains(.mediaServicesWereReset), "the session never heard the server return: \(log.events)")
+        let returned = log.events.last(where: Self.isRouteChange(.newDeviceAvailable))
+        if case .routeChange(let change) = returned { #expect(change.device == "null") } else {
+            Issue.record("no newDeviceAvailable for the returned server: \(log.events)")
+        }
+        #expect(!player.isPlaying, "the program decides when to play again")
         try player.play()
         #expect(player.backend !== first, "the session opened its output again")
         let playing = Date().addingTimeInterval(6)

@@ -176,7 +176,8 @@ extension AudioSession {
                 outputGone(id, device: nil)
                 send(.mediaServicesWereLost)
             case .serverReturned:
-                state.withLock { _ = $0.lost.remove(id) }
+                // The output that reported it stays lost (its stream died with the server): a
+                // session that opens its own output opens a new one at the next play().
                 send(.routeChange(AudioSessionRouteChange(reason: .newDeviceAvailable, device: change.defaultDevice,
                                                           previousRoute: currentRoute)))
                 send(.mediaServicesWereReset)
