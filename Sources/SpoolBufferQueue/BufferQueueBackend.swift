@@ -65,9 +65,10 @@ public final class BufferQueueBackend: PlaybackBackend {
     /// The engine's device when it is an `OfflineDevice` (`open(.offline)`), nil otherwise.
     public var offlineRenderer: (any OfflineRendering & Sendable)? { engine.device as? OfflineDevice }
 
-    public var outputLatency: Double {
-        Double(engine.device.periodFrames * engine.device.periodCount) / engine.format.sampleRate
-    }
+    /// What the device says it holds ahead of the speaker while it plays (the sound server's
+    /// timing, ALSA's delay; measured, not the buffer asked for), or its granted buffer while
+    /// it does not (`QueueEngine.outputLatency`).
+    public var outputLatency: Double { engine.outputLatency }
 
     /// A voice converting at the engine's `resamplingQuality`.
     public func makeVoice(format: AudioFormat) throws -> any PlaybackVoice {
@@ -136,11 +137,7 @@ public final class BufferQueueVoice: PlaybackVoice {
     public var framesPlayed: Int { queue.framesPlayed }
     public var underrunCount: Int { queue.underrunCount }
 
-    public var outputLatency: Double {
-        let device = queue.engine.device
-        return Double(device.queuedFrames > 0 ? device.queuedFrames : device.periodFrames * device.periodCount)
-            / queue.engine.format.sampleRate
-    }
+    public var outputLatency: Double { queue.engine.outputLatency }
 
     public func addBufferConsumedHandler(_ handler: @escaping @Sendable (PCMBuffer) -> Void) -> VoiceHandlerToken {
         box.state.withLock { $0.handlers.addConsumed(handler) }

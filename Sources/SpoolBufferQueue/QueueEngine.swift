@@ -50,6 +50,14 @@ public final class QueueEngine: RewindingRenderer, Sendable {
     }
     private let defaultQuality = Locked(ResamplingQuality.default)
 
+    /// Seconds the device holds ahead of the speaker: what it reports while it plays (the sound
+    /// server's timing, ALSA's delay, the null device's clock model), or its granted buffer,
+    /// periods × period frames, while it reports nothing.
+    public var outputLatency: Double {
+        let queued = device.queuedFrames
+        return Double(queued > 0 ? queued : device.periodFrames * device.periodCount) / format.sampleRate
+    }
+
     /// Whether a queue that starts asks the device to rewind, so that it is heard within the
     /// device's safety margin of the call rather than behind the periods already mixed (the
     /// buffer floor). On by default; it has effect only on a device that rewinds
