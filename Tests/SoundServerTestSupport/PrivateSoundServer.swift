@@ -112,23 +112,11 @@ public final class PrivateSoundServer {
         throw CocoaError(.featureUnsupported, userInfo: [NSLocalizedDescriptionKey: "pulseaudio did not answer: \(output)"])
     }
 
-    /// Plays a 3 s tone with `media.role=phone` on the server (`paplay`), in the background:
-    /// the call ends when the test hangs up (`hangUp(_:)`); paplay's own end waits for an
-    /// idle null sink to drain its 2 s.
-    public func playPhoneCall() throws -> Process {
-        let file = directory.appendingPathComponent("call.wav")
-        let format = try AudioFormat(sampleRate: 48_000, channelCount: 1)
-        let tone = try PCMBuffer(format: format, samples: (0..<(3 * 48_000)).map { Float(0.3 * sin(2 * Double.pi * 440 * Double($0) / 48_000)) })
-        let writer = try WAVFileWriter(path: file.path, format: format)
-        try writer.write(tone)
-        try writer.finish()
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["paplay", "--server=\(address)", "--property=media.role=phone", file.path]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        return process
+    /// Plays a tone of `seconds` (3 s unless told) with `media.role=phone` on the server
+    /// (`paplay`), in the background: the call ends when the test hangs up (`hangUp(_:)`) or
+    /// when paplay is done, which waits for an idle null sink to drain its 2 s.
+    public func playPhoneCall(seconds: Double = 3) throws -> Process {
+        try SoundServer.playPhoneCall(server: address, directory: directory, seconds: seconds)
     }
 
     /// Ends a call at once. SIGKILL: the SIGTERM of `Process.terminate()` reached paplay

@@ -31,6 +31,47 @@ public enum SoundServer {
         return true
     }
 
+    /// Plays a tone of `seconds` at 440 Hz with `media.role=phone` (`paplay`), in the
+    /// background, on the shared server's `sink` or on the server at `server`: a call in
+    /// another program, which `module-role-cork` answers by corking the `music` streams on its sink.
+    public static func playPhoneCall(on sink: String? = nil, server: String? = nil,
+                                     directory: URL = FileManager.default.temporaryDirectory, seconds: Double) throws -> Process {
+        let file = directory.appendingPathComponent("call-\(UUID().uuidString).wav")
+        let format = try AudioFormat(sampleRate: 48_000, channelCount: 1)
+        let frames = Int(seconds * 48_000)
+        let tone = try PCMBuffer(format: format, samples: (0..<frames).map { Float(0.3 * sin(2 * Double.pi * 440 * Double($0) / 48_000)) })
+        let writer = try WAVFileWriter(path: file.path, format: format)
+        try writer.write(tone)
+        try writer.finish()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["paplay"] + (server.map { ["--server=\($0)"] } ?? []) + (sink.map { ["--device=\($0)"] } ?? [])
+            + ["--property=media.role=phone", file.path]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        return process
+    }
+
+    /// The level of a sine of `frequency` in mono `samples`, in windows of 10 ms (Hann-windowed
+    /// DFT at that frequency alone, as amplitude): a tone told apart from another one playing
+    /// at the same time.
+    public static func toneLevels(_ samples: [Float], frequency: Double, sampleRate: Int) -> [Double] {
+        let size = sampleRate / 100
+        let window = (0..<size).map { 0.5 - 0.5 * cos(2 * Double.pi * Double($0) / Double(size)) }
+        let gain = window.reduce(0, +) / 2
+        let step = 2 * Double.pi * frequency / Double(sampleRate)
+        return stride(from: 0, to: samples.count - size + 1, by: size).map { start in
+            var re = 0.0, im = 0.0
+            for i in 0..<size {
+                let x = Double(samples[start + i]) * window[i]
+                re += x * cos(step * Double(start + i))
+                im -= x * sin(step * Double(start + i))
+            }
+            return (re * re + im * im).squareRoot() / gain
+        }
+    }
+
     /// Runs a tool found on `PATH` and waits for it.
     /// - Returns: Its exit status and standard output.
     public static func run(_ tool: String, _ arguments: [String]) throws -> (status: Int32, output: String) {

@@ -45,19 +45,5 @@ func mismatch(_ actual: some Collection<Float>, _ expected: some Collection<Floa
 /// cleared and `environment` added; the child tells itself apart by a variable it sets.
 /// - Returns: The child's exit status and standard output.
 func runInFreshProcess(filter: String, environment extra: [String: String]) throws -> (status: Int32, output: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-    process.arguments = ["--testing-library", "swift-testing", "--filter", filter]
-    var environment = ProcessInfo.processInfo.environment
-    environment["ALSOFT_CONF"] = nil
-    environment["ALSOFT_DRIVERS"] = nil
-    environment.merge(extra) { _, new in new }
-    process.environment = environment
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    process.standardError = FileHandle.nullDevice
-    try process.run()
-    let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    process.waitUntilExit()
-    return (process.terminationStatus, output)
+    try SpoolTestSupport.runInFreshProcess(filter: filter, environment: extra, removing: ["ALSOFT_CONF", "ALSOFT_DRIVERS"])
 }

@@ -12,8 +12,11 @@ public enum AudioPlayerEvent: Sendable, CustomStringConvertible {
     /// decoded before the failure played. `finishedPlaying(successfully: false)` follows.
     /// The corresponding Apple call is `audioPlayerDecodeErrorDidOccur(_:error:)`.
     case decodeError(AudioError)
-    /// The back-end took the voice away (its device closed or was lost, or a voice of higher
-    /// priority took its source). `finishedPlaying(successfully: false)` follows.
+    /// The back-end took the voice away. When its device was lost (`AudioError.Code.deviceLost`:
+    /// the sink or the sound server went away), the player is paused at the frame last heard,
+    /// as iOS pauses when headphones are pulled, and the next `play()` goes on from there with
+    /// a new voice; otherwise (a voice of higher priority took its source, the device was
+    /// closed) `finishedPlaying(successfully: false)` follows.
     case outputLost(AudioError)
     /// Where the player's transport was when the stream was made: the first event of every
     /// stream (only there), so that a stream taken after the player finished, or paused, can

@@ -147,6 +147,9 @@ public final class AudioPlayer: Sendable {
         var ended = false
         /// The back-end took the voice away: the next run needs a new one.
         var voiceLost = false
+        /// The voice's device went away (`.deviceLost`): the player pauses where it was heard,
+        /// as iOS pauses when headphones are pulled, rather than ending the run.
+        var deviceLost = false
     }
 
     // MARK: Making a player
@@ -379,19 +382,21 @@ public final class AudioPlayer: Sendable {
         try control.withLock { c in
             reconcile(&c)
             if c.voice != nil, let replacement = session?.replacement(for: backend) {
-                // The output went away under the voice (the server died): play again from the
-                // start, on the output the session opened anew.
+                // The output went away under the voice (the server died): play on from the
+                // frame last heard, on the output the session opened anew.
+                let heard = frame(c)
                 dropVoice(&c)
                 backendBox.withLock { $0 = replacement }
                 c.state = .stopped
-                c.startFrame = 0
+                c.startFrame = heard
                 c.heldFrame = nil
                 c.run += 1
             }
             switch c.state {
             case .playing, .buffering: return
             case .paused, .stopped, .prepared:
-                if c.state == .stopped { try prepare(&c) }
+                // Stopped, or paused by a lost device (its voice gone): a new voice from where it stood.
+                if c.state == .stopped || c.voice == nil { try prepare(&c) }
                 if let feeder = c.feeder, feeder.isStarved, (c.voice?.framesPlayed ?? 0) >= feeder.framesSent {
                     // A stream whose audio has not arrived: the voice starts when it has.
                     c.state = .buffering
@@ -669,14 +674,17 @@ public final class AudioPlayer: Sendable {
     }
 
     /// Takes in what the voice's thread reported: a run that ended by itself leaves the
-    /// player stopped at the start.
+    /// player stopped at the start; a run whose device went away leaves it paused at the frame
+    /// last heard, with a new voice to be made by the next `play()`.
     private func reconcile(_ c: inout Control) {
         let run = c.run
-        guard let lost = ending.withLock({ $0.run == run && $0.ended ? $0.voiceLost : nil }) else { return }
+        guard let (lost, deviceLost) = ending.withLock({ $0.run == run && $0.ended ? ($0.voiceLost, $0.deviceLost) : nil })
+        else { return }
+        let heard = frame(c)
         if lost { dropVoice(&c) }
-        c.state = .stopped
-        c.startFrame = 0
-        c.heldFrame = nil
+        c.state = deviceLost ? .paused : .stopped
+        c.startFrame = deviceLost ? heard : 0
+        c.heldFrame = deviceLost ? heard : nil
         c.run += 1
     }
 
@@ -901,13 +909,19 @@ public final class AudioPlayer: Sendable {
                 events = [.finishedPlaying(successfully: true)]
             }
         case .failed(let error): events = [.decodeError(error), .finishedPlaying(successfully: false)]
+        case .stopped(.ended(let error)) where error.code == .deviceLost:
+            // Paused where it was heard, not finished: the next play() goes on from there.
+            events = [.outputLost(error)]
         case .stopped(.ended(let error)): events = [.outputLost(error), .finishedPlaying(successfully: false)]
         case .stopped: return
         }
         let current = ending.withLock { e -> Bool in
             guard e.run == run, !e.ended else { return false }
             e.ended = true
-            if case .stopped(.ended) = outcome { e.voiceLost = true }
+            if case .stopped(.ended(let error)) = outcome {
+                e.voiceLost = true
+                e.deviceLost = error.code == .deviceLost
+            }
             return true
         }
         if current { deliver(events) }
