@@ -47,7 +47,7 @@ struct SessionOutputLossSoundServerTests {
         while !log.events.contains(where: isRouteChange(.oldDeviceUnavailable)), Date() < deadline { usleep(5_000) }
         #expect(log.events.contains(where: isRouteChange(.oldDeviceUnavailable)), "no route change: \(log.events)")
         #expect(player.state == .paused, "a pulled output pauses its player, as on iOS")
-        #expect(player.currentTime >= 0.2, "paused where it was heard, not back at the start: \(player.currentTime) s")
+        #expect(player.currentTime >= 0.1, "paused where it was heard, not back at the start: \(player.currentTime) s")
         Thread.sleep(forTimeInterval: 0.2)
         #expect(log.events.filter(isRouteChange(.oldDeviceUnavailable)).count == 1, "\(log.events)")
         #expect(!log.events.contains { if case .interruption = $0 { true } else { false } })
