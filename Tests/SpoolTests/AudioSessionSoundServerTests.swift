@@ -76,6 +76,79 @@ struct AudioSessionSoundServerTests {
         #expect(held > 0.5, "the call came \(held) s into the tone")
     }
 
+    @Test("A 1 s call that ends by itself: Spool's tone stops while it is heard, and resumes at the frame it stopped on (recorded)",
+          .enabled(if: enabled, "no PulseAudio server answers `pactl info`; start one with scripts/pulseaudio.sh"))
+    func aCallThatEndsByItselfIsHeardInstead() throws {
+        guard SoundServer.expectRunning() else { return }
+        let server = try PrivateSoundServer()
+        let recorder = try MonitorRecorder(source: "null.monitor", server: server.address)
+        // A 1 kHz tone whose level rises with time (0.05 + 0.06 a second): the level heard
+        // says which frame is playing.
+        let seconds = 8
+        let tone = try PCMBuffer(format: stereo48, samples: (0..<(seconds * 48_000)).flatMap { frame -> [Float] in
+            let t = Double(frame) / 48_000
+            let sample = Float((0.05 + 0.06 * t) * sin(2 * Double.pi * 1_000 * t))
+            return [sample, sample]
+        })
+        let device = try PulseAudioDevice(server: server.address, configuration: Self.configuration)
+        let backend = try BufferQueueBackend(device: device)
+        let session = AudioSession(backend: backend, group: AudioSessionGroup())
+        try session.setCategory(.playback)
+        let log = AudioSessionTests.EventLog()
+        session.setEventHandler { log.record($0) }
+        let player = try AudioPlayer(buffer: tone, backend: backend)
+        player.session = session
+        try player.play()
+        let playing = Date().addingTimeInterval(6)
+        while player.currentTime < 0.8, Date() < playing { usleep(10_000) }
+
+        let call = try server.playPhoneCall(seconds: 1)
+        let began = Date().addingTimeInterval(3)
+        while !log.events.contains(.interruption(.began(.soundServer))), Date() < began { usleep(5_000) }
+        #expect(log.events.contains(.interruption(.began(.soundServer))), "no interruption: \(log.events)")
+        #expect(player.state == .paused)
+        // The call ends by itself; the server then asks the stream to play again.
+        call.waitUntilExit()
+        let ended = Date().addingTimeInterval(3)
+        while !log.events.contains(.interruption(.ended(shouldResume: true))), Date() < ended { usleep(5_000) }
+        #expect(log.events.contains(.interruption(.ended(shouldResume: true))), "no end: \(log.events)")
+        try player.play()
+        Thread.sleep(forTimeInterval: 1)
+        let samples = try recorder.stop()
+
+        let level = SoundServer.toneLevels(samples, frequency: 1_000, sampleRate: recorder.sampleRate)
+        let callLevel = SoundServer.toneLevels(samples, frequency: 440, sampleRate: recorder.sampleRate)
+        let callWindows = callLevel.indices.filter { callLevel[$0] > 0.1 }
+        try #require(callWindows.count >= 80, "the call was not heard: \(callWindows.count) windows of 10 ms")
+        // The gap in Spool's tone: the longest run of windows without it after it began.
+        let on = level.map { $0 > 0.02 }
+        let first = try #require(on.firstIndex(of: true), "Spool's tone was never heard")
+        var gap = (start: 0, end: -1), run = -1
+        for index in first..<on.count {
+            if !on[index] { if run < 0 { run = index } } else if run >= 0 {
+                if index - run > gap.end - gap.start + 1 { gap = (run, index - 1) }
+                run = -1
+            }
+        }
+        try #require(gap.end > gap.start, "Spool's tone never stopped")
+        let silentUnderCall = callWindows.filter { gap.start...gap.end ~= $0 }.count
+        #expect(Double(silentUnderCall) >= 0.9 * Double(callWindows.count),
+                "Spool's tone was silent under \(silentUnderCall) of the call's \(callWindows.count) windows")
+        // Which frame is heard, from the level (0.05 + 0.06 t), carried to the edges of the
+        // gap from three windows either side (the windows at an edge hold part of it): the
+        // tone should go on after the gap from where it stopped. The server muted the stream
+        // at the call and the session paused the player a few milliseconds later; what the
+        // stream held is heard when the call ends, then the player resumes where it paused.
+        func heard(_ window: Int) -> Double { (level[window] - 0.05) / 0.06 }
+        func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+        let stopped = median((3...5).map { heard(gap.start - $0) + Double($0) * 0.01 })
+        let resumed = median((3...5).map { heard(gap.end + $0) - Double($0) * 0.01 })
+        print("call from window \(callWindows.first!) to \(callWindows.last!), Spool silent \(gap.start)...\(gap.end): "
+              + String(format: "the tone stopped at %.3f s and went on from %.3f s", stopped, resumed))
+        #expect(abs(resumed - stopped) <= 0.025, "went on \(Int((resumed - stopped) * 1000)) ms of the tone away from where it stopped")
+        #expect(stopped > 0.7, "the call came at \(stopped) s")
+    }
+
     @Test("An ambient session plays on through a call: its role is not one the server corks",
           .enabled(if: enabled, "no PulseAudio server answers `pactl info`; start one with scripts/pulseaudio.sh"))
     func ambientPlaysThroughACall() throws {
