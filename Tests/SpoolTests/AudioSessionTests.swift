@@ -174,6 +174,44 @@ struct AudioSessionTests {
         #expect(!play.isPlaying, "the sound stopped with its output")
     }
 
+    @Test(arguments: Backend.allCases)
+    func playlistsAndMusicPoolPlayersObeyTheSession(_ kind: Backend) throws {
+        let group = AudioSessionGroup()
+        let backend = try Self.offline(kind)
+        let session = AudioSession(backend: backend, group: group)
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("spool-pool-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let writer = try WAVFileWriter(path: directory.appendingPathComponent("theme.wav").path, format: stereo48)
+        try writer.write(try sine(330, frames: 96_000, format: stereo48, amplitude: 0.3))
+        try writer.finish()
+        let pool = try MusicPlayerPool(directory: directory, backend: backend)
+        let theme = try pool.player(named: "theme")
+        theme.session = session
+        let playlist = try Playlist(items: [.buffer(try sine(550, frames: 96_000, format: stereo48, amplitude: 0.3))], backend: backend)
+        playlist.player.session = session
+        try pool.playMusic(named: "theme")
+        try playlist.play()
+        let render = { try #require(backend.offlineRenderer).render(frames: 4_800).samples }
+        _ = try render()
+        #expect(rms(try render()) > 0.2, "both play")
+
+        let music = try Member(kind, .playback, group: group)
+        try music.session.setActive(true)
+        #expect(theme.state == .paused && playlist.player.state == .paused, "the pool's player and the playlist paused")
+        let held = (theme.currentTime, playlist.player.currentTime)
+        _ = try render()
+        #expect(rms(try render()) < 1e-4, "silent while interrupted")
+        #expect(theme.currentTime == held.0 && playlist.player.currentTime == held.1)
+
+        // The music tool resumes where it paused.
+        try music.session.setActive(false, options: .notifyOthersOnDeactivation)
+        try pool.playMusic(named: "theme")
+        #expect(abs(theme.currentTime - held.0) < 0.01, "resumed at \(theme.currentTime), held \(held.0)")
+        _ = try render()
+        #expect(theme.currentTime > held.0 + 0.05 && playlist.player.state == .paused)
+    }
+
     @Test func categoriesThatRecordAreRefusedAndTheRestMapToRoles() throws {
         let session = AudioSession(group: AudioSessionGroup())
         for category in [AudioSession.Category.record, .playAndRecord, .audioProcessing, .multiRoute] {
