@@ -81,7 +81,7 @@ public final class BufferQueueBackend: PlaybackBackend {
 
 /// A `BufferQueue` seen through the `PlaybackVoice` seam (see `PlaybackVoice` for what each
 /// call does in each state).
-public final class BufferQueueVoice: PlaybackVoice {
+public final class BufferQueueVoice: PlaybackVoice, PlayedOutFrameReporting {
     /// The queue behind the voice, for callers that want the Audio Queue API itself. Its
     /// running listener (`setRunningListener`) is the program's: the voice does not use it.
     public let queue: BufferQueue
@@ -135,6 +135,13 @@ public final class BufferQueueVoice: PlaybackVoice {
     public var isPlaying: Bool { state == .playing }
     public var framesPlayed: Int { queue.framesPlayed }
     public var underrunCount: Int { queue.underrunCount }
+
+    /// Read after the stop event that reports it (the report is published after the store).
+    package var playedOutRenderedFrame: Int64? {
+        guard !queue.engine.isRealTime else { return nil }
+        let frame = queue.slot.playedOutSampleTime.load(ordering: .relaxed)
+        return frame >= 0 ? frame : nil
+    }
 
     public var outputLatency: Double {
         let device = queue.engine.device

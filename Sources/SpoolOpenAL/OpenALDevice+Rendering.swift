@@ -6,11 +6,13 @@ import SpoolCore
 /// one period at a time, with every source serviced after each period (unqueued, refilled,
 /// restarted, handlers run) exactly as the pump would in real time. So a program, a test or
 /// `spool play --output wav:` gets the same audio on every run.
-extension OpenALDevice: OfflineRendering {
+extension OpenALDevice: OfflineRendering, RenderedFrameCounting {
     /// One mixer update: what `render(frames:to:)` writes at a time.
     public var renderChunkFrames: Int { updateFrames }
     /// `openal:loopback`, for messages.
     public var renderName: String { "openal:loopback" }
+    /// `renderedFrames`: what a streaming source counts its end in.
+    package var renderedFrameCount: Int64 { renderState.withLock { $0.renderedFrames } }
 
     /// Renders `frames` stereo frames into `buffer` (`alcRenderSamplesSOFT`), servicing the
     /// sources after each period. A start scheduled with `start(atHostTime:)` begins on its
@@ -44,7 +46,6 @@ extension OpenALDevice: OfflineRendering {
             }
         }
     }
-
 
     /// Renders the mix of up to `frames` frames into `buffer` (`alcRenderSamplesSOFT`): all of
     /// them, or, when a fade's gain change waits for the next mix, `declickFrames` of them as a
