@@ -56,7 +56,11 @@ extension OpenALDevice: OfflineRendering, RenderedFrameCounting {
         glide.withLock { pending in
             let mixed = pending ? min(frames, declickFrames) : frames
             pending = false
-            alcRenderSamplesSOFT(context.device.pointer, buffer, Int32(mixed))
+            do {
+                try OpenALLibrary.gate.pass { alcRenderSamplesSOFT(context.device.pointer, buffer, Int32(mixed)) }
+            } catch {
+                buffer.update(repeating: 0, count: mixed * 2)  // the process is exiting
+            }
             renderState.withLock { $0.renderedFrames += Int64(mixed) }
             return mixed
         }

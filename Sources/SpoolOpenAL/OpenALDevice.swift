@@ -174,7 +174,7 @@ public final class OpenALDevice: Sendable {
         case .systemDefault, .named:
             let requested: String? = if case .named(let name) = kind { name } else { nil }
             let label = requested ?? "default"
-            let opened: OpaquePointer? = OpenALLibrary.use {
+            let opened: OpaquePointer? = try OpenALLibrary.use {
                 if let requested { return alcOpenDevice(requested) }
                 return alcOpenDevice(nil)
             }
@@ -207,7 +207,7 @@ public final class OpenALDevice: Sendable {
                 throw AudioError(.invalidParameter, "OpenAL mixes at a whole-number rate, not \(rate) Hz")
             }
             let isNull = if case .null = kind { true } else { false }
-            let opened = OpenALLibrary.use { alcLoopbackOpenDeviceSOFT(nil) }
+            let opened = try OpenALLibrary.use { alcLoopbackOpenDeviceSOFT(nil) }
             guard let opened else {
                 let status = OpenALStatus.alc(nil)
                 throw AudioError(.deviceUnavailable, "openal:loopback: alcLoopbackOpenDeviceSOFT failed (\(status.name))",
@@ -253,21 +253,32 @@ public final class OpenALDevice: Sendable {
     }
 
     deinit {
+        // The last reference may go on the device's own pump or clock thread, which holds the
+        // device while it services or renders it: the device is then closed on a queue of the
+        // library's, not on a thread its closing stops.
+        let current = UInt(pthread_self())
+        let onOwnThread = pump.threadID.load(ordering: .acquiring) == current || nullRenderThreadID == current
         pump.stop()
         stopNullDevice()
         // No voice or static buffer holds the device any more: every source is free or
-        // retired. Delete what OpenAL still holds before the handles close the context and device.
+        // retired. Delete what OpenAL still holds before the handles close the context and
+        // device, which they do when `close` lets go of them (once the process's exit has
+        // closed OpenAL, nothing is called: the exit closed them).
         let generated = shared.withLock { $0.generatedSources }
         let leftovers = retired.withLock { $0 }
-        context.withCurrent {
-            if !generated.isEmpty {
-                for source in generated { alSourceStop(source); alSourcei(source, AL_BUFFER, 0) }
-                generated.withUnsafeBufferPointer { alDeleteSources(Int32($0.count), $0.baseAddress) }
-            }
-            if !leftovers.buffers.isEmpty {
-                leftovers.buffers.withUnsafeBufferPointer { alDeleteBuffers(Int32($0.count), $0.baseAddress) }
+        let context = self.context
+        let close: @Sendable () -> Void = {
+            try? context.withCurrent {
+                if !generated.isEmpty {
+                    for source in generated { alSourceStop(source); alSourcei(source, AL_BUFFER, 0) }
+                    generated.withUnsafeBufferPointer { alDeleteSources(Int32($0.count), $0.baseAddress) }
+                }
+                if !leftovers.buffers.isEmpty {
+                    leftovers.buffers.withUnsafeBufferPointer { alDeleteBuffers(Int32($0.count), $0.baseAddress) }
+                }
             }
         }
+        if onOwnThread { OpenALLibrary.closer.async(execute: close) } else { close() }
     }
 
     /// The names of the output devices OpenAL Soft can open (`alcGetString(NULL,
@@ -277,20 +288,20 @@ public final class OpenALDevice: Sendable {
     /// so each is opened once (`alcOpenDevice`, `alcCloseDevice`) to check.
     /// - Returns: Device names for `Kind.named`, the default one first when OpenAL says which.
     public static func availableDeviceNames() -> [String] {
-        let listed: [String] = OpenALLibrary.use {
+        let listed: [String] = (try? OpenALLibrary.use {
             var names = list(alcGetString(nil, ALC_ALL_DEVICES_SPECIFIER))
             if let preferred = alcGetString(nil, ALC_DEFAULT_ALL_DEVICES_SPECIFIER).map({ String(cString: $0) }),
                let index = names.firstIndex(of: preferred) {
                 names.insert(names.remove(at: index), at: 0)
             }
             return names
-        }
+        }) ?? []
         return listed.filter { name in
-            OpenALLibrary.use {
+            (try? OpenALLibrary.use {
                 guard let device = alcOpenDevice(name) else { return false }
                 alcCloseDevice(device)
                 return true
-            }
+            }) ?? false
         }
     }
 
@@ -330,7 +341,7 @@ public final class OpenALDevice: Sendable {
     /// `ALC_SOFT_device_clock`): the sound server's buffer; 0 for loopback and null devices.
     public var deviceLatency: Double {
         var values: [Int64] = [0, 0]
-        alcGetInteger64vSOFT(context.device.pointer, ALC_DEVICE_CLOCK_LATENCY_SOFT, 2, &values)
+        OpenALLibrary.gate.ifOpen { alcGetInteger64vSOFT(context.device.pointer, ALC_DEVICE_CLOCK_LATENCY_SOFT, 2, &values) }
         return Double(values[1]) * 1e-9
     }
 
@@ -424,7 +435,7 @@ public final class OpenALDevice: Sendable {
     /// produced. Ramps and fades are timed on it.
     func clockNanoseconds() -> Int64 {
         var value: Int64 = 0
-        alcGetInteger64vSOFT(context.device.pointer, ALC_DEVICE_CLOCK_SOFT, 1, &value)
+        OpenALLibrary.gate.ifOpen { alcGetInteger64vSOFT(context.device.pointer, ALC_DEVICE_CLOCK_SOFT, 1, &value) }
         return value
     }
 
@@ -456,12 +467,12 @@ public final class OpenALDevice: Sendable {
 
     static func integer(_ device: OpaquePointer, _ parameter: Int32) -> Int32 {
         var value: Int32 = 0
-        alcGetIntegerv(device, parameter, 1, &value)
+        OpenALLibrary.gate.ifOpen { alcGetIntegerv(device, parameter, 1, &value) }
         return value
     }
 
     static func string(_ device: OpaquePointer?, _ parameter: Int32) -> String? {
-        alcGetString(device, parameter).map { String(cString: $0) }
+        (try? OpenALLibrary.gate.pass { alcGetString(device, parameter).map { String(cString: $0) } }) ?? nil
     }
 
     /// Splits an ALC list: strings one after another, ended by an empty one.

@@ -28,10 +28,14 @@ struct Tool {
         var text: String { String(decoding: stdout, as: UTF8.self) }
     }
 
-    static func run(_ arguments: [String]) throws -> Result {
+    /// Runs the tool with `arguments`, its environment this process's with `environment` added.
+    static func run(_ arguments: [String], environment: [String: String] = [:]) throws -> Result {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         let out = Pipe(), err = Pipe()
         process.standardOutput = out
         process.standardError = err
