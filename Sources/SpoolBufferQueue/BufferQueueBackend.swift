@@ -62,6 +62,12 @@ public final class BufferQueueBackend: PlaybackBackend {
 
     public var outputFormat: AudioFormat { engine.format }
 
+    /// Whether the engine's mix goes through `SoftLimiter` (`QueueEngine.outputLimiter`).
+    public var outputLimiter: Bool { engine.outputLimiter }
+
+    /// Turns the engine's limiter on or off, from the next period.
+    public func setOutputLimiter(_ enabled: Bool) throws { engine.outputLimiter = enabled }
+
     /// The engine's device when it is an `OfflineDevice` (`open(.offline)`), nil otherwise.
     public var offlineRenderer: (any OfflineRendering & Sendable)? { engine.device as? OfflineDevice }
 

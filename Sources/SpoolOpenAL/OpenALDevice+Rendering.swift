@@ -61,6 +61,7 @@ extension OpenALDevice: OfflineRendering, RenderedFrameCounting {
             } catch {
                 buffer.update(repeating: 0, count: mixed * 2)  // the process is exiting
             }
+            if limiterOn.load(ordering: .relaxed) { SoftLimiter.process(buffer, count: mixed * 2) }
             renderState.withLock { $0.renderedFrames += Int64(mixed) }
             return mixed
         }

@@ -11,8 +11,8 @@ import Synchronization
 ///
 /// Every device mixes stereo Float32. Its context is made with HRTF off
 /// (`ALC_HRTF_SOFT` false: the pan law must be the plain stereo one) and the output limiter
-/// off (`ALC_OUTPUT_LIMITER_SOFT` false: it adds 1 ms of look-ahead latency, and the
-/// buffer-queue back-end does not limit either), and with no distance attenuation
+/// off (`ALC_OUTPUT_LIMITER_SOFT` false: it adds 1 ms of look-ahead latency; `outputLimiter`
+/// turns one on, as the buffer-queue back-end's), and with no distance attenuation
 /// (`alDistanceModel(AL_NONE)`): sources are placed only to pan them.
 ///
 /// **Threads.** AL calls run in batches under the device's lock, with the context made
@@ -112,6 +112,8 @@ public final class OpenALDevice: Sendable {
     /// What `nullDevice` renders, and its registration with `ServiceThreads`.
     let nullRenderer = Locked<(renderer: LoopbackRenderer, registration: Int)?>(nil)
     let renderState = Locked(RenderState())
+    /// Spool's limiter on a device it renders (loopback, null); see `outputLimiter`.
+    let limiterOn = Atomic<Bool>(false)
     /// Tests set this to take the device-lost path without a sound server.
     let forcedDisconnect = Atomic<Bool>(false)
     /// Tests set this to see what the null device renders: each period's interleaved stereo
@@ -388,6 +390,31 @@ public final class OpenALDevice: Sendable {
     /// - Parameter handler: The handler, or `nil` to stop listening.
     public func setEventHandler(_ handler: (@Sendable (OutputDeviceEvent) -> Void)?) {
         eventHandler.withLock { $0 = handler }
+    }
+
+    /// Whether the mix goes through a soft limiter: on a device Spool renders (loopback, null),
+    /// `SoftLimiter` after each mix (samples at or below −1 dBFS untouched); on a sound server,
+    /// OpenAL Soft's own (`ALC_OUTPUT_LIMITER_SOFT`, a compressor with 1 ms of look-ahead). Off
+    /// unless set.
+    public var outputLimiter: Bool { limiterOn.load(ordering: .relaxed) }
+
+    /// Turns the limiter on or off: on a device Spool renders from the next mix; on a sound
+    /// server by resetting the device with the attribute (`alcResetDeviceSOFT`), which keeps its
+    /// sources playing.
+    /// - Throws: `.libraryFailure` when OpenAL Soft does not reset the device; `.invalidState`
+    ///   once the process is exiting.
+    public func setOutputLimiter(_ enabled: Bool) throws {
+        if !rendersBySpool {
+            let attributes: [Int32] = [ALC_HRTF_SOFT, ALC_FALSE, ALC_OUTPUT_LIMITER_SOFT, enabled ? ALC_TRUE : ALC_FALSE, 0]
+            let device = context.device.pointer
+            let reset = try OpenALLibrary.use { attributes.withUnsafeBufferPointer { alcResetDeviceSOFT(device, $0.baseAddress) } }
+            guard reset != 0 else {
+                let status = OpenALStatus.alc(device)
+                throw AudioError(.libraryFailure, "openal:\(name): alcResetDeviceSOFT with the output limiter "
+                                 + "\(enabled ? "on" : "off") failed: \(status.name)", underlying: status.libraryStatus)
+            }
+        }
+        limiterOn.store(enabled, ordering: .relaxed)
     }
 
     /// Sources in use by voices and static sources now.
