@@ -20,12 +20,13 @@ package enum BenchCommand {
                 start and output latency, refill turnaround and underruns of each back-end
                 ('spool bench latency --help' tells more)
           mix [--voices N] [--seconds S] [--period FRAMES] [--converted SHARE] [--runs N]
-              [--quality fast|balanced|high|all] [--backends queue,openal,openal-soft] [--json PATH]
+              [--quality fast|balanced|high|all] [--backends queue,openal,openal-soft] [--limiter] [--json PATH]
                 the buffer-queue engine and the OpenAL back-end mixing N voices offline at each
                 resampling quality (--converted SHARE of them rate-converted, default 0.5;
                 median of --runs N, the sides alternating run by run), against OpenAL Soft
                 converting them by itself with its matching resampler (linear, 23rd-order sinc)
-                in the same run
+                in the same run; --limiter adds the queue engine with its output limiter on,
+                the mix past full scale, and what the limiter costs
           capacity [--seconds S] [--quality fast|balanced|high|all] [--max N]
               [--backends queue,openal,openal-soft] [--json PATH]
                 the most voices each back-end plays in real time on the null device (256 × 3

@@ -7,6 +7,10 @@ import SpoolResampling
 /// them needing rate conversion (44.1 → 48 kHz); Spool's OpenAL back-end mixing the same
 /// voices; and OpenAL Soft converting and mixing them by itself on plain sources with its
 /// resampler matching each level (linear, the 11th- and 23rd-order sincs), all in one run.
+/// `--limiter` adds the queue engine with its output limiter on (`queue+limiter`: the same mix,
+/// below −1 dBFS, where the limiter only compares), and, limiter off and on, the same voices
+/// four times as loud (`queue-loud`, `queue-loud+limiter`: the mix's peaks pass full scale and
+/// go through the knee).
 enum MixBench {
 
     /// One configuration's figures: medians over `runs`, with the fastest and slowest beside them.
@@ -45,7 +49,7 @@ enum MixBench {
 
     static func run(_ words: [String]) throws {
         guard let bench = try BenchInvocation(
-            words, valued: ["voices", "seconds", "period", "converted", "runs", "quality", "backends"]
+            words, valued: ["voices", "seconds", "period", "converted", "runs", "quality", "backends"], switches: ["limiter"]
         ) else { return }
         let args = bench.arguments
         let voices = try args.int("voices", in: 1...64) ?? 16
@@ -54,16 +58,21 @@ enum MixBench {
         let share = try args.double("converted", in: 0...1) ?? 0.5
         let runs = try args.int("runs", in: 1...100) ?? 5
         let levels = try bench.qualities()
-        let backends = try bench.backends(allowed: ["queue", "openal", "openal-soft"], defaults: ["queue", "openal", "openal-soft"])
+        var backends = try bench.backends(allowed: ["queue", "openal", "openal-soft"], defaults: ["queue", "openal", "openal-soft"])
+        if args.has("limiter") {
+            let after = (backends.firstIndex(of: "queue") ?? -1) + 1
+            backends.insert(contentsOf: ["queue+limiter", "queue-loud", "queue-loud+limiter"], at: after)
+        }
         var rows: [Row] = []
         for quality in levels {
             let converter = "\(VoiceResampler.fixedKind(quality))"
             let resampler = try OpenALSoftPeer.resampler(named: peerResampler[quality] ?? "linear")
             func runOnce(_ backend: String) throws -> Run {
                 switch backend {
-                case "queue":
+                case "queue", "queue+limiter", "queue-loud", "queue-loud+limiter":
                     return try queueEngine(voices: voices, seconds: seconds, periodFrames: period, convertedShare: share,
-                                           quality: quality)
+                                           quality: quality, limiter: backend.hasSuffix("+limiter"),
+                                           loudness: backend.hasPrefix("queue-loud") ? 4 : 1)
                 case "openal":
                     let (wall, cpu) = try benchmarkOpenALMix(voices: voices, seconds: seconds, rate: 48_000, periodFrames: period,
                                                              convertedShare: share, quality: quality)
@@ -95,6 +104,10 @@ enum MixBench {
               + "\(period)-frame periods; median of \(runs) runs (spread: slowest–fastest × real time); observed")
         print("queue: the buffer-queue engine; openal: Spool's OpenAL back-end (it converts with the queue's converters); "
               + "openal-soft: OpenAL Soft converting by itself on plain sources, its resampler matched with the level")
+        if backends.contains("queue+limiter") {
+            print("queue+limiter: the same mix with the output limiter on (the mix stays below −1 dBFS); queue-loud: "
+                  + "every voice 4 times as loud (the mix's peaks pass full scale), limiter off and on")
+        }
         print(BenchTable.render(
             ["backend", "quality", "resampler", "wall ms", "cpu ms", "× real time", "spread", "cpu % per voice"],
             rows.map { r in
@@ -109,6 +122,16 @@ enum MixBench {
             else { continue }
             print("\(quality): queue engine / OpenAL Soft \(peer.resampler): "
                   + String(format: "%.2f×", queue.realTimeFactor / peer.realTimeFactor))
+        }
+        for quality in levels {
+            let of = rows.filter { $0.quality == quality.rawValue }
+            for (plain, limited, mix) in [("queue", "queue+limiter", "below −1 dBFS"), ("queue-loud", "queue-loud+limiter", "past full scale")] {
+                guard let without = of.first(where: { $0.backend == plain }),
+                      let with = of.first(where: { $0.backend == limited }) else { continue }
+                print("\(quality): the limiter on a mix \(mix) costs "
+                      + String(format: "%+.1f%% CPU time (%+.3f ms per second of audio)", (with.cpuSeconds / without.cpuSeconds - 1) * 100,
+                               (with.cpuSeconds - without.cpuSeconds) / seconds * 1000))
+            }
         }
         try bench.writeReport(rows)
     }
@@ -129,16 +152,18 @@ enum MixBench {
     /// (`--converted`), each a one-second sine of its own frequency at volume 1/`voices`, looped
     /// in place as a cached sound would be, on an offline device at 48 kHz.
     static func queueMix(voices: Int, periodFrames: Int, convertedShare: Double,
-                         quality: ResamplingQuality = .default) throws -> (OfflineDevice, [BufferQueue]) {
+                         quality: ResamplingQuality = .default, limiter: Bool = false,
+                         loudness: Float = 1) throws -> (OfflineDevice, [BufferQueue]) {
         let device = try OfflineDevice(configuration: OutputConfiguration(sampleRate: 48_000, periodFrames: periodFrames))
         let engine = QueueEngine(device: device)
+        engine.outputLimiter = limiter
         try engine.start()
         var queues: [BufferQueue] = []
         for v in 0..<voices {
             let format = try AudioFormat(sampleRate: voiceRate(v, of: voices, convertedShare: convertedShare), channelCount: 2)
             let tone = try toneBuffer(format: format, frequency: voiceFrequency(v))
             let queue = try BufferQueue(format: format, engine: engine, quality: quality) { queue, _ in try? queue.enqueue(tone) }
-            try queue.setVolume(1 / Float(voices))
+            try queue.setVolume(min(1, loudness / Float(voices)))
             for _ in 0..<2 { try queue.enqueue(tone) }
             try queue.start()
             queues.append(queue)
@@ -156,9 +181,9 @@ enum MixBench {
 
     /// The queue engine's run: `seconds` of the mix rendered in periods, timed.
     static func queueEngine(voices: Int, seconds: Double, periodFrames: Int, convertedShare: Double,
-                            quality: ResamplingQuality) throws -> Run {
+                            quality: ResamplingQuality, limiter: Bool = false, loudness: Float = 1) throws -> Run {
         let (device, queues) = try queueMix(voices: voices, periodFrames: periodFrames, convertedShare: convertedShare,
-                                            quality: quality)
+                                            quality: quality, limiter: limiter, loudness: loudness)
         let total = Int(seconds * 48_000)
         let buffer = UnsafeMutableBufferPointer<Float>.allocate(capacity: periodFrames * 2)
         defer { buffer.deallocate() }

@@ -62,6 +62,12 @@ public final class BufferQueueBackend: PlaybackBackend {
 
     public var outputFormat: AudioFormat { engine.format }
 
+    /// Whether the engine's mix goes through `SoftLimiter` (`QueueEngine.outputLimiter`).
+    public var outputLimiter: Bool { engine.outputLimiter }
+
+    /// Turns the engine's limiter on or off, from the next period.
+    public func setOutputLimiter(_ enabled: Bool) throws { engine.outputLimiter = enabled }
+
     /// The engine's device when it is an `OfflineDevice` (`open(.offline)`), nil otherwise.
     public var offlineRenderer: (any OfflineRendering & Sendable)? { engine.device as? OfflineDevice }
 
@@ -82,7 +88,7 @@ public final class BufferQueueBackend: PlaybackBackend {
 
 /// A `BufferQueue` seen through the `PlaybackVoice` seam (see `PlaybackVoice` for what each
 /// call does in each state).
-public final class BufferQueueVoice: PlaybackVoice {
+public final class BufferQueueVoice: PlaybackVoice, PlayedOutFrameReporting {
     /// The queue behind the voice, for callers that want the Audio Queue API itself. Its
     /// running listener (`setRunningListener`) is the program's: the voice does not use it.
     public let queue: BufferQueue
@@ -136,6 +142,13 @@ public final class BufferQueueVoice: PlaybackVoice {
     public var isPlaying: Bool { state == .playing }
     public var framesPlayed: Int { queue.framesPlayed }
     public var underrunCount: Int { queue.underrunCount }
+
+    /// Read after the stop event that reports it (the report is published after the store).
+    package var playedOutRenderedFrame: Int64? {
+        guard !queue.engine.isRealTime else { return nil }
+        let frame = queue.slot.playedOutSampleTime.load(ordering: .relaxed)
+        return frame >= 0 ? frame : nil
+    }
 
     public var outputLatency: Double { queue.engine.outputLatency }
 

@@ -69,6 +69,14 @@ public final class QueueEngine: RewindingRenderer, Sendable {
     }
     private let rewindOnStart = Atomic<Bool>(true)
 
+    /// Whether each period's mix goes through `SoftLimiter` (off unless set): samples at or
+    /// below −1 dBFS are untouched, so a mix below it renders bit for bit as without.
+    public var outputLimiter: Bool {
+        get { limiterOn.load(ordering: .relaxed) }
+        set { limiterOn.store(newValue, ordering: .relaxed) }
+    }
+    private let limiterOn = Atomic<Bool>(false)
+
     /// Whether the device can rewind, and when not, why: starts then wait behind the periods
     /// it holds.
     public var rewindSupport: RewindSupport {
@@ -156,11 +164,19 @@ public final class QueueEngine: RewindingRenderer, Sendable {
 
     public func render(into buffer: UnsafeMutablePointer<Float>, frames: Int, timestamp: RenderTimestamp) {
         if isRealTime {
-            if renderSlots(into: buffer, frames: frames, timestamp: timestamp) { pump.wake() }
+            let due = renderSlots(into: buffer, frames: frames, timestamp: timestamp)
+            limit(buffer, frames: frames)
+            if due { pump.wake() }
         } else {
             let due = offlineGate.withLock { _ in renderSlots(into: buffer, frames: frames, timestamp: timestamp) }
+            limit(buffer, frames: frames)
             if due { deliverCallbacks() }
         }
+    }
+
+    /// Puts the mix through the limiter, when it is on.
+    private func limit(_ buffer: UnsafeMutablePointer<Float>, frames: Int) {
+        if limiterOn.load(ordering: .relaxed) { SoftLimiter.process(buffer, count: frames * device.format.channelCount) }
     }
 
     public func renderStarts(into buffer: UnsafeMutablePointer<Float>, frames: Int, timestamp: RenderTimestamp) -> Bool {
@@ -172,6 +188,9 @@ public final class QueueEngine: RewindingRenderer, Sendable {
             if result.added { added = true }
             if result.due { due = true }
         }
+        // What the device mixed before went through the limiter already: samples at or below
+        // the threshold pass again untouched, those it bent are bent a little further.
+        if added { limit(buffer, frames: frames) }
         if due { pump.wake() }
         return added
     }

@@ -84,6 +84,9 @@ final class QueueSlot: @unchecked Sendable {
     let underruns = Atomic<Int>(0)
     let discontinuity = Atomic<Bool>(false)
     let framesPlayed = Atomic<Int>(0)
+    /// The device `sampleTime` just after the last frame of the latest play that played out;
+    /// −1 from a fresh start until it does.
+    let playedOutSampleTime = Atomic<Int64>(-1)
     /// The `framesPlayed` a position observer waits for (`Int.max` for none): once reached,
     /// every period is due for delivery until the control side moves it on.
     let positionFrame = Atomic<Int>(Int.max)
@@ -213,6 +216,7 @@ final class QueueSlot: @unchecked Sendable {
                     playedSinceStart = false
                     inUnderrun = false
                     framesPlayed.store(0, ordering: .relaxed)
+                    playedOutSampleTime.store(-1, ordering: .relaxed)
                     dropPreparedFade()
                     resampler.restart(timeline: 0, playbackRate: playbackRate)
                     // A fresh start plays its first frame as is, at the volume and pan set before it.
@@ -474,6 +478,7 @@ final class QueueSlot: @unchecked Sendable {
             }
         }
         if finished {
+            playedOutSampleTime.store(timestamp.sampleTime + Int64(offset + produced), ordering: .relaxed)
             setState(.stopped)
             report(.playedOut)
             due = true

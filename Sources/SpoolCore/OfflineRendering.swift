@@ -87,3 +87,19 @@ extension OfflineRendering {
         return frames
     }
 }
+
+/// An offline renderer that counts the frames it has rendered: the scale on which its voices
+/// say where they played out (`PlayedOutFrameReporting`). Both back-ends' offline renderers
+/// conform; `AudioPlayer.renderToEnd` cuts its last render call there.
+package protocol RenderedFrameCounting: AnyObject {
+    /// Frames rendered since the renderer started pulling from its mix.
+    var renderedFrameCount: Int64 { get }
+}
+
+/// A voice that knows, on a device rendered on demand, on which frame of the device's output
+/// its latest play ended by playing out: the frame just after its last one.
+package protocol PlayedOutFrameReporting: AnyObject {
+    /// The device's `renderedFrameCount` just after the last frame of the latest play that
+    /// played out; nil before one, and on a device that renders in real time.
+    var playedOutRenderedFrame: Int64? { get }
+}

@@ -29,6 +29,17 @@ public protocol PlaybackBackend: AnyObject, Sendable {
     /// at `quality` rather than at the back-end's own level.
     func makeVoice(format: AudioFormat, quality: ResamplingQuality) throws -> any PlaybackVoice
 
+    /// Whether the mix goes through a soft limiter (`SoftLimiter`: samples at or below −1 dBFS
+    /// untouched, a knee above that never passes full scale). Off unless set; `SoundEffects`
+    /// sets it on its back-end.
+    var outputLimiter: Bool { get }
+
+    /// Turns the output limiter on or off, from the next period mixed.
+    ///
+    /// - Throws: The back-end's error when its output cannot change (OpenAL resets a sound
+    ///   server's device with `alcResetDeviceSOFT`); `.unsupported` for a back-end without one.
+    func setOutputLimiter(_ enabled: Bool) throws
+
     /// What renders the back-end's output on demand when it plays offline (an offline device,
     /// OpenAL's loopback device): render it to hear what its voices play, as fast as the CPU
     /// allows; nil for an output that plays in real time. The corresponding Apple call is
@@ -90,6 +101,14 @@ public protocol PlaybackBackend: AnyObject, Sendable {
 extension PlaybackBackend {
     /// A back-end that plays in real time only has no offline renderer.
     public var offlineRenderer: (any OfflineRendering & Sendable)? { nil }
+
+    /// A back-end without a limiter never limits.
+    public var outputLimiter: Bool { false }
+
+    /// A back-end without a limiter refuses to turn one on.
+    public func setOutputLimiter(_ enabled: Bool) throws {
+        guard !enabled else { throw AudioError(.unsupported, "the \(name) back-end has no output limiter") }
+    }
 
     /// A back-end with one way of converting: every level is that one.
     public func makeVoice(format: AudioFormat, quality: ResamplingQuality) throws -> any PlaybackVoice {

@@ -7,11 +7,18 @@ final class DeviceHandle: @unchecked Sendable {
     // thread-safe; Spool makes them through `OpenALDevice`, which serialises its own.
     let pointer: OpaquePointer
 
-    init(pointer: OpaquePointer) { self.pointer = pointer }
+    init(pointer: OpaquePointer) {
+        self.pointer = pointer
+        OpenALLibrary.opened(device: pointer)
+    }
 
+    // Once the process's exit has closed OpenAL, the exit closed the device: nothing is left to do.
     deinit {
         let pointer = self.pointer
-        OpenALLibrary.use { _ = alcCloseDevice(pointer) }
+        _ = try? OpenALLibrary.use {
+            alcCloseDevice(pointer)
+            OpenALLibrary.closed(device: pointer)
+        }
     }
 }
 
@@ -39,28 +46,39 @@ final class ContextHandle: @unchecked Sendable {
     /// - Throws: The ALC error of `alcCreateContext`, naming `deviceName`.
     init(device: DeviceHandle, attributes: [Int32], deviceName: String) throws {
         self.device = device
-        let made = attributes.withUnsafeBufferPointer { alcCreateContext(device.pointer, $0.baseAddress) }
+        let made = try OpenALLibrary.gate.pass {
+            attributes.withUnsafeBufferPointer { alcCreateContext(device.pointer, $0.baseAddress) }
+        }
         guard let made else {
             let status = OpenALStatus.alc(device.pointer)
             throw AudioError(status.isSuccess ? .libraryFailure : status.errorCode,
                              "\(deviceName): alcCreateContext failed: \(status.name)", underlying: status.libraryStatus)
         }
         pointer = made
+        OpenALLibrary.opened(context: made)
     }
 
+    // Once the process's exit has closed OpenAL, the exit destroyed the context.
     deinit {
-        if alcGetThreadContext() == pointer { alcSetThreadContext(nil) }
-        alcDestroyContext(pointer)
+        let pointer = self.pointer
+        OpenALLibrary.gate.ifOpen {
+            if alcGetThreadContext() == pointer { alcSetThreadContext(nil) }
+            alcDestroyContext(pointer)
+            OpenALLibrary.closed(context: pointer)
+        }
     }
 
     /// Runs `body` with this context current on the calling thread, then restores the
     /// thread's previous context. Pending AL errors of the context are cleared first, so
     /// each `OpenALStatus.al()` in `body` reports what `body` did.
-    func withCurrent<R>(_ body: () throws -> R) rethrows -> R {
-        let previous = alcGetThreadContext()
-        if previous != pointer { alcSetThreadContext(pointer) }
-        defer { if previous != pointer { alcSetThreadContext(previous) } }
-        _ = alGetError()
-        return try body()
+    /// - Throws: `.invalidState` once the process's exit has closed OpenAL; what `body` throws.
+    func withCurrent<R>(_ body: () throws -> R) throws -> R {
+        try OpenALLibrary.gate.pass {
+            let previous = alcGetThreadContext()
+            if previous != pointer { alcSetThreadContext(pointer) }
+            defer { if previous != pointer { alcSetThreadContext(previous) } }
+            _ = alGetError()
+            return try body()
+        }
     }
 }

@@ -35,6 +35,12 @@ public final class OpenALBackend: PlaybackBackend {
     /// OpenAL Soft's mixer update (`ALC_REFRESH`'s period), in frames.
     public var outputPeriodFrames: Int { device.updateFrames }
 
+    /// Whether the device's mix goes through a limiter (`OpenALDevice.outputLimiter`).
+    public var outputLimiter: Bool { device.outputLimiter }
+
+    /// Turns the device's limiter on or off (`OpenALDevice.setOutputLimiter(_:)`).
+    public func setOutputLimiter(_ enabled: Bool) throws { try device.setOutputLimiter(enabled) }
+
     /// Opens a device of `kind` for the back-end. For the sound server, when a
     /// `configuration` is given it is applied first (`OpenALConfiguration.apply()`): its
     /// rate, period size and count then set OpenAL Soft's device buffer.

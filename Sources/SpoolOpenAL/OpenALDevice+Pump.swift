@@ -143,15 +143,14 @@ final class LoopbackRenderer: AudioRenderer {
 /// before it exits.
 ///
 /// OpenAL Soft frees what is left of its devices in a library destructor when the process
-/// exits. A thread of Spool's still rendering or servicing a device then, or letting go of the
-/// device's last reference (which closes it), races that cleanup and crashes the process.
-/// The first thread started registers an `atexit` handler, which runs before the library
-/// destructors: it stops every running thread and waits (up to a second) for each to end.
+/// exits. A thread of Spool's still rendering or servicing a device then races that cleanup.
+/// The library's exit handler (`OpenALLibrary`), which runs before the library destructors,
+/// stops every running thread here and waits (up to a second) for each to end, before it
+/// closes OpenAL to every other call.
 enum ServiceThreads {
     private struct Registry {
         var stops: [Int: @Sendable () -> Void] = [:]
         var nextID = 0
-        var handlerRegistered = false
     }
 
     private static let registry = Locked(Registry())
@@ -160,14 +159,11 @@ enum ServiceThreads {
     /// Registers a thread about to start; `stop` asks it to end after its current pass.
     /// - Returns: Its id, for `ended(_:)`.
     static func starting(stop: @escaping @Sendable () -> Void) -> Int {
-        let (id, register) = registry.withLock { r -> (Int, Bool) in
+        registry.withLock { r -> Int in
             r.nextID += 1
             r.stops[r.nextID] = stop
-            defer { r.handlerRegistered = true }
-            return (r.nextID, !r.handlerRegistered)
+            return r.nextID
         }
-        if register { atexit { ServiceThreads.stopAll(waitingAtMost: 1) } }
-        return id
     }
 
     /// Tells that thread `id` has ended: it holds no device any more.

@@ -6,11 +6,13 @@ import SpoolCore
 /// one period at a time, with every source serviced after each period (unqueued, refilled,
 /// restarted, handlers run) exactly as the pump would in real time. So a program, a test or
 /// `spool play --output wav:` gets the same audio on every run.
-extension OpenALDevice: OfflineRendering {
+extension OpenALDevice: OfflineRendering, RenderedFrameCounting {
     /// One mixer update: what `render(frames:to:)` writes at a time.
     public var renderChunkFrames: Int { updateFrames }
     /// `openal:loopback`, for messages.
     public var renderName: String { "openal:loopback" }
+    /// `renderedFrames`: what a streaming source counts its end in.
+    package var renderedFrameCount: Int64 { renderState.withLock { $0.renderedFrames } }
 
     /// Renders `frames` stereo frames into `buffer` (`alcRenderSamplesSOFT`), servicing the
     /// sources after each period. A start scheduled with `start(atHostTime:)` begins on its
@@ -45,7 +47,6 @@ extension OpenALDevice: OfflineRendering {
         }
     }
 
-
     /// Renders the mix of up to `frames` frames into `buffer` (`alcRenderSamplesSOFT`): all of
     /// them, or, when a fade's gain change waits for the next mix, `declickFrames` of them as a
     /// mix of their own, over which OpenAL Soft glides the change (it glides a gain change over
@@ -55,7 +56,12 @@ extension OpenALDevice: OfflineRendering {
         glide.withLock { pending in
             let mixed = pending ? min(frames, declickFrames) : frames
             pending = false
-            alcRenderSamplesSOFT(context.device.pointer, buffer, Int32(mixed))
+            do {
+                try OpenALLibrary.gate.pass { alcRenderSamplesSOFT(context.device.pointer, buffer, Int32(mixed)) }
+            } catch {
+                buffer.update(repeating: 0, count: mixed * 2)  // the process is exiting
+            }
+            if limiterOn.load(ordering: .relaxed) { SoftLimiter.process(buffer, count: mixed * 2) }
             renderState.withLock { $0.renderedFrames += Int64(mixed) }
             return mixed
         }

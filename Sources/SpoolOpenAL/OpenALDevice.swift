@@ -11,8 +11,8 @@ import Synchronization
 ///
 /// Every device mixes stereo Float32. Its context is made with HRTF off
 /// (`ALC_HRTF_SOFT` false: the pan law must be the plain stereo one) and the output limiter
-/// off (`ALC_OUTPUT_LIMITER_SOFT` false: it adds 1 ms of look-ahead latency, and the
-/// buffer-queue back-end does not limit either), and with no distance attenuation
+/// off (`ALC_OUTPUT_LIMITER_SOFT` false: it adds 1 ms of look-ahead latency; `outputLimiter`
+/// turns one on, as the buffer-queue back-end's), and with no distance attenuation
 /// (`alDistanceModel(AL_NONE)`): sources are placed only to pan them.
 ///
 /// **Threads.** AL calls run in batches under the device's lock, with the context made
@@ -112,6 +112,8 @@ public final class OpenALDevice: Sendable {
     /// What `nullDevice` renders, and its registration with `ServiceThreads`.
     let nullRenderer = Locked<(renderer: LoopbackRenderer, registration: Int)?>(nil)
     let renderState = Locked(RenderState())
+    /// Spool's limiter on a device it renders (loopback, null); see `outputLimiter`.
+    let limiterOn = Atomic<Bool>(false)
     /// Tests set this to take the device-lost path without a sound server.
     let forcedDisconnect = Atomic<Bool>(false)
     /// Tests set this to see what the null device renders: each period's interleaved stereo
@@ -174,7 +176,7 @@ public final class OpenALDevice: Sendable {
         case .systemDefault, .named:
             let requested: String? = if case .named(let name) = kind { name } else { nil }
             let label = requested ?? "default"
-            let opened: OpaquePointer? = OpenALLibrary.use {
+            let opened: OpaquePointer? = try OpenALLibrary.use {
                 if let requested { return alcOpenDevice(requested) }
                 return alcOpenDevice(nil)
             }
@@ -207,7 +209,7 @@ public final class OpenALDevice: Sendable {
                 throw AudioError(.invalidParameter, "OpenAL mixes at a whole-number rate, not \(rate) Hz")
             }
             let isNull = if case .null = kind { true } else { false }
-            let opened = OpenALLibrary.use { alcLoopbackOpenDeviceSOFT(nil) }
+            let opened = try OpenALLibrary.use { alcLoopbackOpenDeviceSOFT(nil) }
             guard let opened else {
                 let status = OpenALStatus.alc(nil)
                 throw AudioError(.deviceUnavailable, "openal:loopback: alcLoopbackOpenDeviceSOFT failed (\(status.name))",
@@ -253,21 +255,32 @@ public final class OpenALDevice: Sendable {
     }
 
     deinit {
+        // The last reference may go on the device's own pump or clock thread, which holds the
+        // device while it services or renders it: the device is then closed on a queue of the
+        // library's, not on a thread its closing stops.
+        let current = UInt(pthread_self())
+        let onOwnThread = pump.threadID.load(ordering: .acquiring) == current || nullRenderThreadID == current
         pump.stop()
         stopNullDevice()
         // No voice or static buffer holds the device any more: every source is free or
-        // retired. Delete what OpenAL still holds before the handles close the context and device.
+        // retired. Delete what OpenAL still holds before the handles close the context and
+        // device, which they do when `close` lets go of them (once the process's exit has
+        // closed OpenAL, nothing is called: the exit closed them).
         let generated = shared.withLock { $0.generatedSources }
         let leftovers = retired.withLock { $0 }
-        context.withCurrent {
-            if !generated.isEmpty {
-                for source in generated { alSourceStop(source); alSourcei(source, AL_BUFFER, 0) }
-                generated.withUnsafeBufferPointer { alDeleteSources(Int32($0.count), $0.baseAddress) }
-            }
-            if !leftovers.buffers.isEmpty {
-                leftovers.buffers.withUnsafeBufferPointer { alDeleteBuffers(Int32($0.count), $0.baseAddress) }
+        let context = self.context
+        let close: @Sendable () -> Void = {
+            try? context.withCurrent {
+                if !generated.isEmpty {
+                    for source in generated { alSourceStop(source); alSourcei(source, AL_BUFFER, 0) }
+                    generated.withUnsafeBufferPointer { alDeleteSources(Int32($0.count), $0.baseAddress) }
+                }
+                if !leftovers.buffers.isEmpty {
+                    leftovers.buffers.withUnsafeBufferPointer { alDeleteBuffers(Int32($0.count), $0.baseAddress) }
+                }
             }
         }
+        if onOwnThread { OpenALLibrary.closer.async(execute: close) } else { close() }
     }
 
     /// The names of the output devices OpenAL Soft can open (`alcGetString(NULL,
@@ -277,20 +290,20 @@ public final class OpenALDevice: Sendable {
     /// so each is opened once (`alcOpenDevice`, `alcCloseDevice`) to check.
     /// - Returns: Device names for `Kind.named`, the default one first when OpenAL says which.
     public static func availableDeviceNames() -> [String] {
-        let listed: [String] = OpenALLibrary.use {
+        let listed: [String] = (try? OpenALLibrary.use {
             var names = list(alcGetString(nil, ALC_ALL_DEVICES_SPECIFIER))
             if let preferred = alcGetString(nil, ALC_DEFAULT_ALL_DEVICES_SPECIFIER).map({ String(cString: $0) }),
                let index = names.firstIndex(of: preferred) {
                 names.insert(names.remove(at: index), at: 0)
             }
             return names
-        }
+        }) ?? []
         return listed.filter { name in
-            OpenALLibrary.use {
+            (try? OpenALLibrary.use {
                 guard let device = alcOpenDevice(name) else { return false }
                 alcCloseDevice(device)
                 return true
-            }
+            }) ?? false
         }
     }
 
@@ -330,7 +343,7 @@ public final class OpenALDevice: Sendable {
     /// `ALC_SOFT_device_clock`): the sound server's buffer; 0 for loopback and null devices.
     public var deviceLatency: Double {
         var values: [Int64] = [0, 0]
-        alcGetInteger64vSOFT(context.device.pointer, ALC_DEVICE_CLOCK_LATENCY_SOFT, 2, &values)
+        OpenALLibrary.gate.ifOpen { alcGetInteger64vSOFT(context.device.pointer, ALC_DEVICE_CLOCK_LATENCY_SOFT, 2, &values) }
         return Double(values[1]) * 1e-9
     }
 
@@ -379,6 +392,31 @@ public final class OpenALDevice: Sendable {
         eventHandler.withLock { $0 = handler }
     }
 
+    /// Whether the mix goes through a soft limiter: on a device Spool renders (loopback, null),
+    /// `SoftLimiter` after each mix (samples at or below −1 dBFS untouched); on a sound server,
+    /// OpenAL Soft's own (`ALC_OUTPUT_LIMITER_SOFT`, a compressor with 1 ms of look-ahead). Off
+    /// unless set.
+    public var outputLimiter: Bool { limiterOn.load(ordering: .relaxed) }
+
+    /// Turns the limiter on or off: on a device Spool renders from the next mix; on a sound
+    /// server by resetting the device with the attribute (`alcResetDeviceSOFT`), which keeps its
+    /// sources playing.
+    /// - Throws: `.libraryFailure` when OpenAL Soft does not reset the device; `.invalidState`
+    ///   once the process is exiting.
+    public func setOutputLimiter(_ enabled: Bool) throws {
+        if !rendersBySpool {
+            let attributes: [Int32] = [ALC_HRTF_SOFT, ALC_FALSE, ALC_OUTPUT_LIMITER_SOFT, enabled ? ALC_TRUE : ALC_FALSE, 0]
+            let device = context.device.pointer
+            let reset = try OpenALLibrary.use { attributes.withUnsafeBufferPointer { alcResetDeviceSOFT(device, $0.baseAddress) } }
+            guard reset != 0 else {
+                let status = OpenALStatus.alc(device)
+                throw AudioError(.libraryFailure, "openal:\(name): alcResetDeviceSOFT with the output limiter "
+                                 + "\(enabled ? "on" : "off") failed: \(status.name)", underlying: status.libraryStatus)
+            }
+        }
+        limiterOn.store(enabled, ordering: .relaxed)
+    }
+
     /// Sources in use by voices and static sources now.
     public var sourcesInUse: Int { shared.withLock { $0.voices.count } }
 
@@ -424,7 +462,7 @@ public final class OpenALDevice: Sendable {
     /// produced. Ramps and fades are timed on it.
     func clockNanoseconds() -> Int64 {
         var value: Int64 = 0
-        alcGetInteger64vSOFT(context.device.pointer, ALC_DEVICE_CLOCK_SOFT, 1, &value)
+        OpenALLibrary.gate.ifOpen { alcGetInteger64vSOFT(context.device.pointer, ALC_DEVICE_CLOCK_SOFT, 1, &value) }
         return value
     }
 
@@ -456,12 +494,12 @@ public final class OpenALDevice: Sendable {
 
     static func integer(_ device: OpaquePointer, _ parameter: Int32) -> Int32 {
         var value: Int32 = 0
-        alcGetIntegerv(device, parameter, 1, &value)
+        OpenALLibrary.gate.ifOpen { alcGetIntegerv(device, parameter, 1, &value) }
         return value
     }
 
     static func string(_ device: OpaquePointer?, _ parameter: Int32) -> String? {
-        alcGetString(device, parameter).map { String(cString: $0) }
+        (try? OpenALLibrary.gate.pass { alcGetString(device, parameter).map { String(cString: $0) } }) ?? nil
     }
 
     /// Splits an ALC list: strings one after another, ended by an empty one.

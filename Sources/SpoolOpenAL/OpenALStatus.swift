@@ -13,10 +13,14 @@ struct OpenALStatus: Equatable {
 
     /// The pending AL error of the calling thread's current context (`alGetError`), which
     /// also clears it.
-    static func al() -> OpenALStatus { OpenALStatus(layer: .al, code: alGetError()) }
+    /// None once the process's exit has closed OpenAL.
+    static func al() -> OpenALStatus { OpenALStatus(layer: .al, code: (try? OpenALLibrary.gate.pass { alGetError() }) ?? 0) }
 
     /// The pending ALC error of `device`, or of the library when `device` is nil (`alcGetError`).
-    static func alc(_ device: OpaquePointer?) -> OpenALStatus { OpenALStatus(layer: .alc, code: alcGetError(device)) }
+    /// None once the process's exit has closed OpenAL.
+    static func alc(_ device: OpaquePointer?) -> OpenALStatus {
+        OpenALStatus(layer: .alc, code: (try? OpenALLibrary.gate.pass { alcGetError(device) }) ?? 0)
+    }
 
     var isSuccess: Bool { code == 0 }  // AL_NO_ERROR and ALC_NO_ERROR are both 0
 

@@ -99,13 +99,22 @@ extension OpenALStreamingSource {
                 ahead = nil
             }
         }
+        if device.rendersOnDemand, st.draining, st.converterEnded, st.playingInAL, st.fade == nil,
+           Self.sourceState(source) == AL_PLAYING {
+            st.endsOnRenderedFrame = Int64(device.renderedFrames + framesQueuedAhead(st, source: source))
+        }
         if st.draining, st.converterEnded, st.queued.isEmpty, !st.playingInAL, st.scheduledStart == nil {
             st.draining = false
             st.transport = .stopped
+            st.playedOutOnRenderedFrame = st.endsOnRenderedFrame
+            st.endsOnRenderedFrame = nil
             emit(.playedOut, st)
         }
         return ahead
     }
+
+    /// Where the latest play that played out ended on a device rendered on demand.
+    package var playedOutRenderedFrame: Int64? { locked.withLock { $0.playedOutOnRenderedFrame } }
 
     /// Source frames taken since the start at the frame OpenAL's mixer has reached (see
     /// `framesPlayed`); during a pause's fade on a device Spool renders, at the frame the

@@ -45,7 +45,7 @@ import Synchronization
 /// device mixing in real time may mix the source again, at gain 0, before that pass pauses
 /// it; the pause then moves the source back to where the glide ended (`AL_SAMPLE_OFFSET`),
 /// so the resume plays on from the frame after the fade, none lost and none repeated.
-public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
+public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, PlayedOutFrameReporting, Sendable {
     /// The format of the buffers it takes.
     public let format: AudioFormat
     /// Its claim on a source when they run out (see `OpenALDevice.sourceLimit`): higher keeps its source.
@@ -164,6 +164,12 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
         var setFinished: VoiceHandlerToken?
         /// Plays begun (starts from `.stopped`): what position handlers belong to.
         var play = 0
+        /// On a device rendered on demand, once a draining source has its last chunk queued
+        /// and plays: the device's `renderedFrames` its last frame ends on (OpenAL plays the
+        /// chunks one after another, at `AL_PITCH` 1, so the end does not move).
+        var endsOnRenderedFrame: Int64?
+        /// `endsOnRenderedFrame` of the latest play that played out.
+        var playedOutOnRenderedFrame: Int64?
     }
 
     /// Makes a streaming source on `device`, taking one of its sources (`alGenSources`).
@@ -342,6 +348,7 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, Sendable {
                     st.converterEnded = false
                     st.paddedFrames = 0
                     st.inUnderrun = false
+                    (st.endsOnRenderedFrame, st.playedOutOnRenderedFrame) = (nil, nil)
                     lane.resampler.restart(timeline: 0, playbackRate: st.parameters.pitch)
                 }
                 st.transport = .playing

@@ -35,7 +35,7 @@ final class PanCalibration: Sendable {
         let steps = 180
         let frames = 64
         let rate: Int32 = 48_000
-        let opened = OpenALLibrary.use { alcLoopbackOpenDeviceSOFT(nil) }
+        let opened = try OpenALLibrary.use { alcLoopbackOpenDeviceSOFT(nil) }
         guard let opened else {
             throw AudioError(.deviceUnavailable, "openal: alcLoopbackOpenDeviceSOFT failed while measuring the panner")
         }

@@ -7,7 +7,7 @@ import SpoolCore
 ///
 /// Every deterministic test renders through it. The corresponding Apple call is
 /// `AudioQueueOfflineRender` (after `AudioQueueSetOfflineRenderFormat`).
-public final class OfflineDevice: OutputDevice, OfflineRendering {
+public final class OfflineDevice: OutputDevice, OfflineRendering, RenderedFrameCounting {
     /// `offline`.
     public let name = "offline"
     /// The format rendered (48 kHz when the configuration names no rate).
@@ -61,6 +61,10 @@ public final class OfflineDevice: OutputDevice, OfflineRendering {
     /// render call instead of from a real-time thread.
     public var rendersInRealTime: Bool { false }
 
+    /// Frames rendered since the last `start`: the `sampleTime` of the next period, which is
+    /// what the renderer's voices count their ends in.
+    package var renderedFrameCount: Int64 { state.withLock { $0.sampleTime } }
+
     /// One period: what `render(frames:to:)` writes at a time.
     public var renderChunkFrames: Int { periodFrames }
     /// `offline`, for messages.
@@ -112,7 +116,6 @@ public final class OfflineDevice: OutputDevice, OfflineRendering {
             }
         }
     }
-
 
     /// The timestamp of the next `frames` frames, advancing the counters past them.
     private func nextTimestamp(_ state: inout State, frames: Int) -> RenderTimestamp {

@@ -59,7 +59,6 @@ enum EffectsCommand {
                   + "play() → first frame heard \(shown)")
         }
         Thread.sleep(forTimeInterval: opened.backend.outputLatency)
-        (opened.backend as? OpenALBackend)?.device.close()
         if failed { throw ExitFailure(AudioError(.fileNotFound, "some names were not in the folder")) }
     }
 }

@@ -109,6 +109,41 @@ struct RenderAllocationTests {
         #expect(plain.framesPlayed > 200 * 256 / 2)
     }
 
+    /// The output limiter bends a mix that passes full scale (two 0.8 tones) on the render
+    /// thread with no allocation.
+    @Test func theOutputLimiterAllocatesNothing() throws {
+        let device = try NullDevice(configuration: OutputConfiguration(sampleRate: 48_000, periodFrames: 256, periodCount: 2))
+        let engine = QueueEngine(device: device)
+        engine.startsBelowFloor = false
+        engine.outputLimiter = true
+        let stereo = try AudioFormat(sampleRate: 48_000, channelCount: 2)
+        let refill: BufferQueue.OutputCallback = { queue, buffer in try? queue.enqueue(buffer) }
+        let queues = try (0..<2).map { _ in try BufferQueue(format: stereo, engine: engine, callback: refill) }
+        for queue in queues {
+            for _ in 0..<4 {
+                try queue.enqueue(try filledBuffer(queue, sine(frequency: 440, rate: 48_000, frames: 700, channels: 2, amplitude: 0.8)))
+            }
+            try queue.start()
+        }
+        engine.stop()
+        let buffer = UnsafeMutablePointer<Float>.allocate(capacity: 256 * 2)
+        defer { buffer.deallocate() }
+        var sampleTime: Int64 = 0, peak: Float = 0
+        func period() {
+            engine.render(into: buffer, frames: 256, timestamp: RenderTimestamp(sampleTime: sampleTime, hostTime: HostTime.now()))
+            sampleTime += 256
+        }
+        for _ in 0..<20 { period() }
+        spool_allocation_counting_begin()
+        for _ in 0..<200 {
+            period()
+            for i in 0..<512 { peak = max(peak, abs(buffer[i])) }
+        }
+        let allocations = spool_allocation_counting_end()
+        #expect(allocations == 0)
+        #expect(peak <= 1 && peak > SoftLimiter.threshold, "the mix was bent: \(peak)")
+    }
+
     /// The rewind pass (`renderStarts`), driven on this thread as a device's render thread
     /// would: a queue whose start is waiting for it is added into frames already mixed,
     /// converted from 44.1 kHz, with no allocation; a render before it leaves the queue alone.

@@ -54,13 +54,20 @@ public final class SoundEffects: Sendable {
     ///   - voiceLimit: Sounds playing at once, 1…256 (default 32).
     ///   - cacheBudgetBytes: What the converted sounds may hold in memory (default 64 MiB).
     ///   - eventQueue: Where completions run; `nil` for a serial queue of its own.
+    ///   - outputLimiter: Whether to turn on the back-end's output limiter (on by default:
+    ///     sounds that overlap would pass full scale, and a device clips them); it limits the
+    ///     back-end's whole mix, players on it included. `false` leaves the back-end as it is.
     /// - Throws: `.invalidParameter` for a limit out of range; the back-end's error.
     public init(backend: (any PlaybackBackend)? = nil, voiceLimit: Int = 32, cacheBudgetBytes: Int = 64 << 20,
-                eventQueue: DispatchQueue? = nil) throws {
+                eventQueue: DispatchQueue? = nil, outputLimiter: Bool = true) throws {
         guard (1...256).contains(voiceLimit) else {
             throw AudioError(.invalidParameter, "voiceLimit must be within 1...256, not \(voiceLimit)")
         }
         self.backend = try backend ?? AudioPlayer.defaultBackend()
+        if outputLimiter {
+            // A back-end without a limiter plays on as it is.
+            do { try self.backend.setOutputLimiter(true) } catch let error as AudioError where error.code == .unsupported {}
+        }
         self.voiceLimit = voiceLimit
         cache = try BufferCache(budgetBytes: cacheBudgetBytes)
         self.eventQueue = eventQueue ?? DispatchQueue(label: "spool.effects.events")

@@ -150,6 +150,8 @@ public final class AudioPlayer: Sendable {
         /// The voice's device went away (`.deviceLost`): the player pauses where it was heard,
         /// as iOS pauses when headphones are pulled, rather than ending the run.
         var deviceLost = false
+        /// The voice played every frame it was sent (the feed finished, or failed after them).
+        var playedOut = false
     }
 
     // MARK: Making a player
@@ -824,6 +826,29 @@ public final class AudioPlayer: Sendable {
         }
     }
 
+    /// Where the run stands after an offline render call: playing on, or over. A run that
+    /// played out says on which of the renderer's frames its voice's last frame ended.
+    enum OfflineRun {
+        case playing
+        case playedOut(onRenderedFrame: Int64?)
+        case over
+    }
+
+    /// Reads how the run stands (see `OfflineRun`); a run that ended is taken in as any call
+    /// takes it in.
+    func offlineRun() -> OfflineRun {
+        control.withLock { c in
+            let run = c.run
+            let playedOut = ending.withLock { $0.run == run && $0.ended && $0.playedOut }
+            let end = playedOut ? (c.voice as? any PlayedOutFrameReporting)?.playedOutRenderedFrame : nil
+            reconcile(&c)
+            switch c.state {
+            case .playing, .buffering: return .playing
+            case .stopped, .prepared, .paused: return playedOut ? .playedOut(onRenderedFrame: end) : .over
+            }
+        }
+    }
+
     // MARK: Buffering
 
     /// Whether a read of the stream waits for its audio (offline) or starves the feed and
@@ -918,9 +943,12 @@ public final class AudioPlayer: Sendable {
         let current = ending.withLock { e -> Bool in
             guard e.run == run, !e.ended else { return false }
             e.ended = true
-            if case .stopped(.ended(let error)) = outcome {
+            switch outcome {
+            case .finished, .failed: e.playedOut = true
+            case .stopped(.ended(let error)):
                 e.voiceLost = true
                 e.deviceLost = error.code == .deviceLost
+            case .stopped: break
             }
             return true
         }

@@ -202,6 +202,40 @@ public final class Playlist: Sendable {
         try player.seek(toFrame: 0)
     }
 
+    // MARK: Rendering offline
+
+    /// Plays the playlist to the end of its last item, offline, and returns what its back-end
+    /// rendered: every item, gapless, and nothing after the last frame; see
+    /// `AudioPlayer.renderToEnd(maximumSeconds:)`. Its events come as it renders, each in the
+    /// render call of its frame.
+    ///
+    /// - Parameter maximumSeconds: The most to render, in seconds of output; `nil` for no
+    ///   limit. Needed when `numberOfLoops` is −1 or `repeatMode` is not `.off`.
+    /// - Returns: The rendered audio, in the back-end's `outputFormat`.
+    /// - Throws: `.invalidState` when the back-end renders in real time or the playlist
+    ///   repeats for ever with no maximum; `.invalidParameter` for a negative or non-finite
+    ///   maximum; as `play()`.
+    public func renderToEnd(maximumSeconds: TimeInterval? = nil) throws -> PCMBuffer {
+        try player.renderToEnd(maximumSeconds: maximumSeconds, loopsForever: repeatsForever, what: "the playlist")
+    }
+
+    /// Plays the playlist to its end, offline, into a Float32 WAV file; see
+    /// `AudioPlayer.renderToEnd(toWAV:maximumSeconds:)`.
+    ///
+    /// - Parameters:
+    ///   - url: The file to create or replace.
+    ///   - maximumSeconds: As `renderToEnd(maximumSeconds:)`.
+    /// - Returns: Frames written.
+    /// - Throws: As `renderToEnd(maximumSeconds:)`; `.invalidParameter` for a URL that is not
+    ///   a file's; `.writeFailed` when the file cannot be written.
+    @discardableResult
+    public func renderToEnd(toWAV url: URL, maximumSeconds: TimeInterval? = nil) throws -> Int {
+        try player.renderToEnd(toWAV: url, maximumSeconds: maximumSeconds, loopsForever: repeatsForever, what: "the playlist")
+    }
+
+    /// Whether the playlist never ends by itself.
+    private var repeatsForever: Bool { source.plan.withLock { $0.repeatMode != .off || $0.numberOfLoops < 0 } }
+
     // MARK: Items
 
     /// The items, in the order they were added.
