@@ -17,6 +17,20 @@ final class SndFileDecoder: AudioDecoder {
     private let name: String
     private var warnedTruncated = false
 
+    /// What libsndfile's refusal to open a file means, in words about the file: libsndfile
+    /// reads through Spool's own I/O, so its texts about files that do not exist, pipes or
+    /// unreadable files (its internal errors 7, `SFE_BAD_FILE`, and 8, `SFE_BAD_FILE_READ`,
+    /// which its MPEG and other decoders return when their data will not decode) would
+    /// mislead; the library's text stays in brackets.
+    static func openFailure(status: Int, text: String) -> String {
+        switch status {
+        case SF_ERR_UNRECOGNISED_FORMAT, SF_ERR_UNSUPPORTED_ENCODING: text
+        case 7: "the audio data cannot be decoded: it is damaged or not what the header says (libsndfile: \(text))"
+        case 8: "no audio data could be read from the file (libsndfile: \(text))"
+        default: "libsndfile cannot read the header: \(text)"
+        }
+    }
+
     init(source: AudioSource) throws {
         reader = try ByteReader(source: source)
         name = source.name
@@ -35,10 +49,8 @@ final class SndFileDecoder: AudioDecoder {
             }
             let reason = if let claim = RIFFHeader.rf64DataBytes(reader: reader), claim > UInt64(reader.totalSize) {
                 "the RF64 ds64 chunk claims \(claim) bytes of audio in a file of \(reader.totalSize) bytes (libsndfile: \(text))"
-            } else if Int(status) == SF_ERR_UNRECOGNISED_FORMAT || Int(status) == SF_ERR_UNSUPPORTED_ENCODING {
-                text
             } else {
-                "libsndfile cannot read the header: \(text)"
+                Self.openFailure(status: Int(status), text: text)
             }
             throw AudioError(code, "\(source.name): \(reason)",
                              underlying: LibraryStatus(library: "libsndfile", code: status, text: text))

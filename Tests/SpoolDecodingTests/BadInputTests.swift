@@ -9,6 +9,20 @@ import SpoolTestSupport
 /// still be decoded), and nothing crashes, hangs or allocates beyond the input's real size.
 @Suite("Bad input")
 struct BadInputTests {
+    @Test func libsndfilesRefusalsAreSaidAsWhatHappenedToTheFile() {
+        // libsndfile reads through Spool's own I/O: its words about missing files and pipes
+        // (errors 7 and 8) would send a user looking in the wrong place.
+        let badFile = SndFileDecoder.openFailure(
+            status: 7, text: "File does not exist or is not a regular file (possibly a pipe?).")
+        #expect(badFile.hasPrefix("the audio data cannot be decoded: it is damaged"), "\(badFile)")
+        #expect(badFile.contains("(libsndfile: File does not exist"))
+        let unreadable = SndFileDecoder.openFailure(status: 8, text: "File exists but no data could be read.")
+        #expect(unreadable.hasPrefix("no audio data could be read from the file"), "\(unreadable)")
+        #expect(SndFileDecoder.openFailure(status: 3, text: "Error in WAV file.").hasPrefix("libsndfile cannot read the header"))
+        #expect(SndFileDecoder.openFailure(status: 1, text: "Format not recognised.") == "Format not recognised.")
+    }
+
+
     func open(_ name: String) throws -> any AudioDecoder {
         try DecoderRegistry.shared.open(path: Fixtures.path("broken/\(name)"))
     }

@@ -46,6 +46,57 @@ struct MP3DiagnosticsTests {
         stderr.split(separator: "\n").filter { !$0.hasPrefix("spool: ") }
     }
 
+    @Test("MPEG audio in a WAV file, whole, damaged or with its chunks out of order: Spool's words only")
+    func mpegInsideAWAVNeverReachesLibsndfilesMPEGDecoder() throws {
+        // WAV files of MPEG audio (format tags 0x50 and 0x55) are decoded by Spool's MP3
+        // decoder over the data chunk, quietly; those whose chunks cannot be walked are
+        // refused with a message about the header, never libsndfile's words about missing
+        // files, and nothing of libmpg123 reaches stderr.
+        let mp3 = try Data(contentsOf: URL(fileURLWithPath: Fixtures.path("mp3-44100-stereo.mp3")))
+        func chunk(_ id: String, _ body: Data) -> Data {
+            var out = Data(id.utf8)
+            withUnsafeBytes(of: UInt32(body.count).littleEndian) { out.append(contentsOf: $0) }
+            out.append(body)
+            if body.count % 2 == 1 { out.append(0) }
+            return out
+        }
+        // WAVEFORMATEX for MPEG layer III with MPEGLAYER3WAVEFORMAT's 12 bytes.
+        var format = Data()
+        for (value, size) in [(0x55, 2), (2, 2), (44_100, 4), (16_000, 4), (1, 2), (0, 2), (12, 2), (1, 2), (2, 4),
+                              (417, 2), (1, 2), (1393, 2)] {
+            withUnsafeBytes(of: UInt32(value).littleEndian) { format.append(contentsOf: $0.prefix(size)) }
+        }
+        func riff(_ chunks: [Data]) -> Data {
+            let body = Data("WAVE".utf8) + chunks.reduce(Data(), +)
+            var out = Data("RIFF".utf8)
+            withUnsafeBytes(of: UInt32(body.count).littleEndian) { out.append(contentsOf: $0) }
+            return out + body
+        }
+        var damaged = mp3
+        for index in stride(from: 400, to: damaged.count, by: 97) { damaged[index] ^= 0x5A }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("spool-mpeg-wav-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        // The damaged frames end as the same bytes do in a plain MP3 file.
+        let plain = directory.appendingPathComponent("damaged.mp3").path
+        try damaged.write(to: URL(fileURLWithPath: plain))
+        let asMP3 = try run(["decode", plain, "--output", "-"]).status
+        let cases: [(name: String, bytes: Data, status: Int32)] = [
+            ("whole", riff([chunk("fmt ", format), chunk("data", mp3)]), 0),
+            ("damaged", riff([chunk("fmt ", format), chunk("data", damaged)]), asMP3),
+            ("data-first", riff([chunk("data", mp3), chunk("fmt ", format)]), 1),
+        ]
+        for (name, bytes, status) in cases {
+            let path = directory.appendingPathComponent("\(name).wav").path
+            try bytes.write(to: URL(fileURLWithPath: path))
+            let result = try run(["decode", path, "--output", "-"])
+            #expect(result.status == status, "\(name): \(result.stderr)")
+            #expect(foreignLines(result.stderr).isEmpty, "\(name): \(result.stderr)")
+            #expect(!result.stderr.contains("does not exist"), "\(name): \(result.stderr)")
+            if status != 0 { #expect(!result.stderr.isEmpty, "\(name): the failure is said") }
+        }
+    }
+
     static let valid = MP3Fixtures.all.filter { $0.damaged != true }.map(\.path)
         + ["mp3-44100-stereo.mp3", "mp3-22050-mono-vbr.mp3", "mp3-11025-mono.mp3", "mp3-48000-stereo-notag.mp3",
            "mp3-32000-stereo-apev2.mp3", "mp2-48000-stereo.mp2"].map(Fixtures.path)
