@@ -195,6 +195,12 @@ public final class QueueEngine: RewindingRenderer, Sendable {
         return added
     }
 
+    /// Render thread: the device will not rewind for the starts waiting on it; they go ahead
+    /// in the next render, behind the buffer (`RewindingRenderer.declineStarts`).
+    public func declineStarts() {
+        slots.forEachActive { slot in slot.rewindPending.store(0, ordering: .releasing) }
+    }
+
     private func renderSlots(into buffer: UnsafeMutablePointer<Float>, frames: Int, timestamp: RenderTimestamp) -> Bool {
         buffer.update(repeating: 0, count: frames * device.format.channelCount)
         var due = false
@@ -230,6 +236,8 @@ private final class UnownedRenderer: RewindingRenderer, @unchecked Sendable {
     func renderStarts(into buffer: UnsafeMutablePointer<Float>, frames: Int, timestamp: RenderTimestamp) -> Bool {
         engine?.renderStarts(into: buffer, frames: frames, timestamp: timestamp) ?? false
     }
+
+    func declineStarts() { engine?.declineStarts() }
 }
 
 /// The engine's fixed table of queue slots. Claiming and releasing happen on control

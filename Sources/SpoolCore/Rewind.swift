@@ -40,6 +40,16 @@ public protocol RewindingRenderer: AudioRenderer {
     ///   - timestamp: When the first of them will be heard.
     /// - Returns: Whether anything was added (when not, the device writes nothing again).
     func renderStarts(into buffer: UnsafeMutablePointer<Float>, frames: Int, timestamp: RenderTimestamp) -> Bool
+
+    /// Render thread: the device asked to rewind will not (nothing left to rewrite, or the
+    /// server's timing did not come): the sounds waiting for it start in the next `render`,
+    /// behind the buffer. The same rules as `render` hold.
+    func declineStarts()
+}
+
+extension RewindingRenderer {
+    /// A renderer that keeps no starts waiting has nothing to release.
+    public func declineStarts() {}
 }
 
 extension OutputDevice {

@@ -94,12 +94,12 @@ final class ALSARenderLoop: Sendable {
             let rewindable = Int(snd_pcm_rewindable(handle)) - rewindMargin
             let wanted = min(rewindable, Int(history.end - history.start))
             guard wanted > 0 else {
-                rewind.record(rewound: false)
+                rewind.decline(rewinder)
                 return true
             }
             let back = Int(snd_pcm_rewind(handle, snd_pcm_uframes_t(wanted)))
             guard back > 0 else {
-                rewind.record(rewound: false)
+                rewind.decline(rewinder)
                 return true
             }
             let from = sampleTime - Int64(back)
@@ -109,7 +109,7 @@ final class ALSARenderLoop: Sendable {
             let mixed = history.remix(from: from, renderer: rewinder) { frame in
                 now &+ UInt64((Double(max(0, delay) + Int(frame - from)) * nanosecondsPerFrame).rounded())
             }
-            rewind.record(rewound: mixed != nil)
+            if mixed == nil { rewind.decline(rewinder) } else { rewind.record(rewound: true) }
             // The position moved back: the frames are written again either way.
             if let mixed { return write(mixed.frames, frames: mixed.count) }
             var fine = true

@@ -235,8 +235,11 @@ private final class NullRenderLoop: Sendable {
             let now = HostTime.now()
             let elapsed = now > anchorTime ? Double(now - anchorTime) / nanosecondsPerFrame : 0
             let from = anchorFrame + Int64(elapsed.rounded(.up)) + Int64(rewindMargin)
-            guard from < renderedFrames else { return rewind.record(rewound: false) }
-            rewind.record(rewound: history.remix(from: from, renderer: rewinder, hostTime: hostTime(ofFrame:)) != nil)
+            guard from < renderedFrames else { return rewind.decline(rewinder) }
+            guard history.remix(from: from, renderer: rewinder, hostTime: hostTime(ofFrame:)) != nil else {
+                return rewind.decline(rewinder)
+            }
+            rewind.record(rewound: true)
         }
         let period = Int64(periodFrames)
         let fill = Int64(periodCount)

@@ -112,7 +112,7 @@ extension PulseAudioStream {
         guard rewind.take() else { return }
         guard timingArrived, running.load(ordering: .acquiring), let stream, let rewinder, let history,
               let info = pulse.streamGetTimingInfo(stream)?.pointee, info.write_index_corrupt == 0,
-              info.read_index_corrupt == 0 else { return rewind.record(rewound: false) }
+              info.read_index_corrupt == 0 else { return rewind.decline(self.rewinder) }
         var wall = timeval()
         gettimeofday(&wall, nil)
         let now = HostTime.now()
@@ -127,7 +127,7 @@ extension PulseAudioStream {
         guard let mixed = history.remix(from: read + Int64(rewindMargin), renderer: rewinder, hostTime: { frame in
             // Saturating: the sink's latency is the server's figure, whatever it says.
             now &+ HostTime.nanoseconds((sinkLatency + Double(max(0, frame - read)) * nanosecondsPerFrame) * 1e-9)
-        }) else { return rewind.record(rewound: false) }
+        }) else { return rewind.decline(rewinder) }
         let back = Int64(sampleTime - mixed.first) * Int64(frameBytes)
         let written = pulse.streamWrite(stream, mixed.frames, mixed.count * frameBytes, nil, -back, PA_SEEK_RELATIVE)
         rewind.record(rewound: written == 0)

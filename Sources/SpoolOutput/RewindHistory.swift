@@ -127,4 +127,12 @@ final class RewindRequest: Sendable {
     func record(rewound: Bool) {
         if rewound { performed.add(1, ordering: .relaxed) } else { declined.add(1, ordering: .relaxed) }
     }
+
+    /// Render thread: counts a rewind that rewrote nothing, and tells `rewinder` so that the
+    /// starts waiting for it go ahead in the next render, behind the buffer, rather than wait
+    /// out their time for a rewind that is not coming.
+    func decline(_ rewinder: (any RewindingRenderer)?) {
+        rewinder?.declineStarts()
+        record(rewound: false)
+    }
 }

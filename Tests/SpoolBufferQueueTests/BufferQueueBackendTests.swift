@@ -175,6 +175,30 @@ struct RenderAllocationTests {
         // Started once: a second pass adds nothing.
         #expect(!engine.renderStarts(into: buffer, frames: frames, timestamp: RenderTimestamp(sampleTime: 256, hostTime: HostTime.now())))
     }
+
+    /// A device that will not rewind after all (nothing left to rewrite, the server's timing
+    /// late) says so, and the start waiting on it goes ahead in the next render, behind the
+    /// buffer, instead of waiting out its period and 2 ms: the wait that put one start in a
+    /// hundred at 10 ms on a 128 × 2 sound-server stream.
+    @Test func aDeclinedRewindStartsTheQueueInTheNextRender() throws {
+        let device = try NullDevice(configuration: OutputConfiguration(sampleRate: 48_000, periodFrames: 256, periodCount: 3))
+        let engine = QueueEngine(device: device)  // never started: this test is its render thread
+        let queue = try BufferQueue(format: stereo48, engine: engine) { _, _ in }
+        try queue.enqueue(try filledBuffer(queue, sine(frequency: 440, rate: 48_000, frames: 4_800, channels: 2)))
+        queue.slot.rewindPending.store(HostTime.now(), ordering: .releasing)
+        queue.slot.commands.push(QueueCommand.start.rawValue)
+        let buffer = UnsafeMutablePointer<Float>.allocate(capacity: 512)
+        defer { buffer.deallocate() }
+        engine.render(into: buffer, frames: 256, timestamp: RenderTimestamp(sampleTime: 0, hostTime: HostTime.now()))
+        #expect(queue.framesPlayed == 0, "a render before the rewind pass carried out the start")
+        spool_allocation_counting_begin()
+        engine.declineStarts()
+        let allocations = spool_allocation_counting_end()
+        #expect(allocations == 0)
+        engine.render(into: buffer, frames: 256, timestamp: RenderTimestamp(sampleTime: 256, hostTime: HostTime.now()))
+        #expect(queue.framesPlayed > 200, "the start waited on after the decline: \(queue.framesPlayed) frames played")
+        #expect(rms((0..<256).map { buffer[2 * $0] }) > 0.3, "the tone is in the render after the decline")
+    }
 }
 
 import CAllocationCounter
