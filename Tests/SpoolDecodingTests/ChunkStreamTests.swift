@@ -184,7 +184,7 @@ struct ChunkStreamTests {
         let bytes = try StreamFeeding.bytes(Fixtures.path("wav-22050-mono-ima-adpcm.wav"))
         // The data starts at byte 60; cut 100 bytes into its 11th block of 256.
         let cut = Array(bytes.prefix(60 + 10 * 256 + 100))
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("spool-ima-cut-\(getpid()).wav")
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("spool-ima-cut-\(UUID().uuidString).wav")
         try Data(cut).write(to: url)
         defer { try? FileManager.default.removeItem(at: url) }
         let file = try StreamFeeding.fileDecode(url.path)

@@ -115,7 +115,7 @@ struct MP3DiagnosticsTests {
     static func damaged() throws -> [String] {
         var paths = MP3Fixtures.all.filter { $0.damaged == true }.map(\.path)
             + ["broken/truncated.mp3", "broken/corrupt-middle.mp3", "broken/huge-xing.mp3"].map(Fixtures.path)
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("spool-mp3-mutants-\(getpid())")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("spool-mp3-mutants-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         var seed: UInt64 = 0x5EED
         func next() -> Int {

@@ -291,7 +291,8 @@ struct OggStreamTests {
             #expect(decoded.samples == reference.samples, "\(file) \(pieces)")
         }
         // The file decoder plays the same bytes with the garbage in front as it plays the file.
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("spool-ogg-garbage-\(getpid())-\(garbage.count)")
+        // A folder of this case's own: the cases run side by side, and each removes its folder.
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("spool-ogg-garbage-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let garbled = folder.appendingPathComponent(URL(fileURLWithPath: file).lastPathComponent)

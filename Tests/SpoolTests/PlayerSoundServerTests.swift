@@ -20,7 +20,7 @@ struct PlayerSoundServerTests {
         // 2.5 s of silence first (an idle null sink asks a new stream for nothing for about a
         // second), then 1 s of 1 kHz at 44.1 kHz mono: the player converts it to the device.
         let format = try AudioFormat(sampleRate: 44_100, channelCount: 1)
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("spool-player-tone-\(getpid()).wav").path
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("spool-player-tone-\(UUID().uuidString).wav").path
         defer { try? FileManager.default.removeItem(atPath: path) }
         let writer = try WAVFileWriter(path: path, format: format)
         let silence = [Float](repeating: 0, count: 110_250)

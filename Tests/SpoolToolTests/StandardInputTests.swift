@@ -58,7 +58,7 @@ struct StandardInputTests {
     }
 
     @Test func playOfStandardInputRendersTheFileOffline() throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("spool-stdin-\(getpid())")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("spool-stdin-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let path = Tool.fixture("vorbis-44100-stereo.ogg")
@@ -78,7 +78,7 @@ struct StandardInputTests {
     }
 
     @Test func noBytesOnStandardInputIsOneLineAndStatus1() throws {
-        let empty = FileManager.default.temporaryDirectory.appendingPathComponent("spool-empty-\(getpid())")
+        let empty = FileManager.default.temporaryDirectory.appendingPathComponent("spool-empty-\(UUID().uuidString)")
         try Data().write(to: empty)
         defer { try? FileManager.default.removeItem(at: empty) }
         let result = try Self.run(["info", "-"], input: empty.path)
