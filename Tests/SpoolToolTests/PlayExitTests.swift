@@ -36,7 +36,9 @@ struct PlayExitTests {
     /// reported (`alc_cleanup: 1 device not closed`). Thirty runs on the null device and on a
     /// running PulseAudio server's default device, three at a time, with OpenAL Soft's
     /// warnings printed (`SPOOL_DIAGNOSTICS`): each exits with 0 and none says so.
-    @Test(arguments: ["null", "default"])
+    @Test(.disabled(if: SoundServer.underSanitizer,
+                    "sixty runs of the tool under a sanitizer starve the suites beside them; the plain run checks it"),
+          arguments: ["null", "default"])
     func openALRunsExitWithoutAssertionsOrDevicesLeftOpen(_ output: String) async throws {
         if output == "default" {
             guard SoundServer.isRunning || SoundServer.isCI else { return }
