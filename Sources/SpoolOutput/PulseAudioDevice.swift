@@ -27,7 +27,7 @@ public final class PulseAudioDevice: OutputDevice {
     /// What the server granted for the stream's buffer (`pa_stream_get_buffer_attr`), in frames.
     public let bufferAttributes: BufferAttributes
 
-    private let stream: PulseAudioStream
+    let stream: PulseAudioStream
     /// Where the device connected (`nil`: libpulse's default), for the watch on the server's return.
     private let server: String?
     private let applicationName: String
@@ -199,9 +199,10 @@ public final class PulseAudioDevice: OutputDevice {
             serverReturn.stop()
             return stream.events.setHandler(nil)
         }
-        let stream = self.stream, watch = serverReturn, server = self.server, applicationName = self.applicationName
-        stream.events.setHandler { event in
-            guard case .deviceLost = event, stream.serverGone.load(ordering: .acquiring) else { return handler(event) }
+        let watch = serverReturn, server = self.server, applicationName = self.applicationName
+        // The stream holds its relay, which holds this handler: the stream is held weakly.
+        stream.events.setHandler { [weak stream] event in
+            guard case .deviceLost = event, stream?.serverGone.load(ordering: .acquiring) == true else { return handler(event) }
             handler(.routeChanged(OutputRouteChange(reason: .serverLost)))
             handler(event)
             watch.start(server: server, applicationName: applicationName) { handler(.routeChanged($0)) }

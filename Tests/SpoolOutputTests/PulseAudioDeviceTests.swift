@@ -66,6 +66,24 @@ struct PulseAudioSoundServerTests {
         #expect(abs(offset) <= period + 0.002, "the tone was heard \(Self.ms(offset)) ms after the latency the device reported")
     }
 
+    @Test("A device with an event handler is freed once released: the handler does not hold its stream",
+          .enabled(if: enabled, "no PulseAudio server answers `pactl info`; start one with scripts/pulseaudio.sh"))
+    func aDeviceWithAnEventHandlerIsFreed() throws {
+        guard SoundServer.expectRunning() else { return }
+        weak var released: PulseAudioDevice?
+        weak var stream: PulseAudioStream?
+        do {
+            let device = try PulseAudioDevice(configuration: Self.configuration(256, 2))
+            device.setEventHandler { _ in }
+            try device.start(renderer: RecordingRenderer(channelCount: 2))
+            device.stop()
+            released = device
+            stream = device.stream
+        }
+        #expect(released == nil, "the device outlived its last reference")
+        #expect(stream == nil, "the device's stream outlived it")
+    }
+
     @Test("The granted buffer is what the server shows for the stream, with its media.role",
           .enabled(if: enabled, "no PulseAudio server answers `pactl info`; start one with scripts/pulseaudio.sh"),
           arguments: [(128, 2), (256, 2), (1024, 3)])
