@@ -37,11 +37,7 @@ struct NativeOutputToolTests {
         var roles: [String] = []
         let deadline = Date().addingTimeInterval(5)
         while process.isRunning, roles.isEmpty, Date() < deadline {
-            let listing = try server.pactl("list", "sink-inputs").output
-            roles = listing.split(separator: "\n").compactMap { line in
-                let text = line.trimmingCharacters(in: .whitespaces)
-                return text.hasPrefix("media.role = ") ? String(text.dropFirst(13)).trimmingCharacters(in: ["\""]) : nil
-            }
+            roles = try SinkInput.all(server: server.address).values.compactMap { $0.properties["media.role"] }
             usleep(20_000)
         }
         let stdout = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
