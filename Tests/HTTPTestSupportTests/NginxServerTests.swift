@@ -54,9 +54,9 @@ struct NginxServerTests {
         let elapsed = start.duration(to: clock.now)
         #expect(response.statusCode == 206)
         #expect(body == Array(folder.bytes[..<65_536]))
+        // Only a lower bound: a rate ignored sends the 64 KiB at once, and a slow one is caught by the suite's time
+        // limit. On a loaded machine the client itself can take tens of seconds to read what nginx sent in two.
         #expect(elapsed >= .milliseconds(1500), "64 KiB at 32000 B/s took \(elapsed)")
-        // An upper bound only against a rate ignored for good: a loaded machine runs late.
-        #expect(elapsed < .seconds(30))
     }
 
     @Test func redirectsOnceAndTwiceToTheFile() async throws {
