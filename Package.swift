@@ -114,7 +114,7 @@ let package = Package(
         .testTarget(name: "SeamConformanceTests",
                     dependencies: ["SpoolBufferQueue", "SpoolCore", "SpoolOutput", "SpoolOpenAL", "SpoolDecoding",
                                    "SoundServerTestSupport", "SpoolTestSupport"]),
-        .testTarget(name: "SpoolTests", dependencies: ["Spool", "SpoolCore", "SoundServerTestSupport", "SpoolTestSupport", "HTTPTestSupport"]),
+        .testTarget(name: "SpoolTests", dependencies: ["Spool", "SpoolCore", "SpoolOpenAL", "SoundServerTestSupport", "SpoolTestSupport", "HTTPTestSupport"]),
         .testTarget(name: "SpoolToolTests", dependencies: ["spool", "Spool", "SpoolCore", "SpoolBenchmarks", "SpoolTestSupport",
                                                            "SoundServerTestSupport", "HTTPTestSupport"]),
 

@@ -138,6 +138,9 @@ public final class AudioPlayer: Sendable {
         var quality: ResamplingQuality?
         /// Underruns of voices the player no longer has.
         var underrunsBefore = 0
+        /// The last voice ended because its device went away: the output is lost, whether or
+        /// not the session has heard so yet.
+        var outputLost = false
         var meters: [(average: Float, peak: Float)] = []
     }
 
@@ -380,6 +383,9 @@ public final class AudioPlayer: Sendable {
 
     private func start(atHostTime hostTime: UInt64?) throws {
         if state != .playing { try session?.participantWillPlay(self) }
+        // A voice that ended with its device tells the session of the loss, in case the
+        // output's own report is still on its way: the session then opens the output anew.
+        if let session, let lost = control.withLock({ c in c.outputLost ? backend : nil }) { session.outputLost(lost) }
         var events: [AudioPlayerEvent] = []
         try control.withLock { c in
             reconcile(&c)
@@ -687,6 +693,7 @@ public final class AudioPlayer: Sendable {
         c.state = deviceLost ? .paused : .stopped
         c.startFrame = deviceLost ? heard : 0
         c.heldFrame = deviceLost ? heard : nil
+        c.outputLost = deviceLost
         c.run += 1
     }
 
@@ -728,6 +735,7 @@ public final class AudioPlayer: Sendable {
                 watchStarvation(feeder, run: run)
                 c.voice = voice
                 c.feeder = feeder
+                c.outputLost = false
             } catch {
                 positions.withLock { $0.voice = nil }
                 voice.dispose()
@@ -763,6 +771,8 @@ public final class AudioPlayer: Sendable {
         case .paused:
             try c.feeder?.seek(toFrame: target)
             c.heldFrame = target
+            // Paused by a lost output, with no voice: the next play's new voice starts here.
+            if c.feeder == nil { c.startFrame = target }
         }
     }
 

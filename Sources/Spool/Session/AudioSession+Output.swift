@@ -190,6 +190,15 @@ extension AudioSession {
     }
 
     /// The output `id` went away: its players pause, once, and a route change says so.
+    /// A player's voice on `backend` ended because its device went away: the session takes
+    /// the loss in now (its route change included) when the output's own report has not
+    /// reached it yet, and not a second time when it comes.
+    func outputLost(_ backend: any PlaybackBackend) {
+        let id = ObjectIdentifier(backend)
+        guard state.withLock({ $0.watched[id] != nil }) else { return }
+        outputGone(id, device: nil)
+    }
+
     private func outputGone(_ id: ObjectIdentifier, device: String?) {
         let (first, route, players) = state.withLock { s -> (Bool, Route, [any AudioSessionParticipant]) in
             let first = s.lost.insert(id).inserted
