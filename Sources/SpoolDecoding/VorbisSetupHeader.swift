@@ -20,19 +20,29 @@ struct VorbisBitReader {
 
     /// Reads `count` (0…32) bits as an unsigned integer.
     /// - Parameter what: Names the field for the message when the packet ends first.
+    @inline(__always)
     mutating func read(_ count: Int, _ what: @autoclosure () -> String) throws(VorbisHeaderError) -> Int {
-        guard count <= remaining else { throw VorbisHeaderError("the packet ends inside \(what())") }
-        var value = 0
-        var done = 0
-        while done < count {
-            let byte = Int(bytes[position >> 3])
-            let offset = position & 7
-            let take = min(8 - offset, count - done)
-            value |= ((byte >> offset) & ((1 << take) - 1)) << done
-            done += take
-            position += take
+        guard count >= 0, count <= 32, count <= remaining else { throw VorbisHeaderError("the packet ends inside \(what())") }
+        return take(count)
+    }
+
+    /// Reads `count` (0…32) bits that the packet holds: eight bytes at once (a setup header
+    /// is read a few bits at a time, tens of thousands of times), or byte by byte near its end.
+    private mutating func take(_ count: Int) -> Int {
+        let first = position >> 3
+        let offset = position & 7
+        position += count
+        return bytes.withUnsafeBufferPointer { buffer in
+            let mask = (UInt64(1) << UInt64(count)) &- 1
+            if first + 8 <= buffer.count {
+                // offset + count ≤ 39 bits: all within the eight bytes loaded.
+                let word = UnsafeRawBufferPointer(buffer).loadUnaligned(fromByteOffset: first, as: UInt64.self)
+                return Int((UInt64(littleEndian: word) >> UInt64(offset)) & mask)
+            }
+            var word: UInt64 = 0
+            for index in first..<min(buffer.count, first + 8) { word |= UInt64(buffer[index]) << UInt64((index - first) * 8) }
+            return Int((word >> UInt64(offset)) & mask)
         }
-        return value
     }
 
     mutating func flag(_ what: @autoclosure () -> String) throws(VorbisHeaderError) -> Bool {

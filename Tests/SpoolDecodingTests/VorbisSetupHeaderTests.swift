@@ -56,6 +56,34 @@ struct VorbisSetupHeaderTests {
         #expect(throws: VorbisHeaderError.self) { try bits.read(1, "x") }
     }
 
+    /// The reader takes eight bytes at once away from the end and byte by byte near it: both
+    /// give what reading one bit at a time gives, for widths 0…32, up to the last bit.
+    @Test func bitReaderAgreesWithBitByBitReadingEverywhere() throws {
+        var generator = SeededGenerator(seed: 0x5EED)
+        for length in [1, 7, 8, 9, 15, 16, 17, 40] {
+            let bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            var bits = VorbisBitReader(bytes)
+            var position = 0
+            while true {
+                let width = Int.random(in: 0...32, using: &generator)
+                guard width <= bytes.count * 8 - position else {
+                    #expect(throws: VorbisHeaderError.self) { try bits.read(width, "x") }
+                    break
+                }
+                var expected = 0
+                for bit in 0..<width where bytes[(position + bit) >> 3] >> ((position + bit) & 7) & 1 == 1 {
+                    expected |= 1 << bit
+                }
+                #expect(try bits.read(width, "x") == expected, "\(width) bits at \(position) of \(length) bytes")
+                position += width
+            }
+        }
+        var bits = VorbisBitReader([0xFF, 0xFF, 0xFF, 0xFF, 0xFF])
+        #expect(throws: VorbisHeaderError.self) { try bits.read(33, "x") }
+        #expect(throws: VorbisHeaderError.self) { try bits.read(-1, "x") }
+        #expect(try bits.read(32, "x") == 0xFFFF_FFFF)
+    }
+
     /// Random changes of one or two bytes of each fixture's setup header, checksums
     /// recomputed: the checker refuses or the decoder decodes, and nothing crashes, however
     /// often a failed decoder is called again.

@@ -106,6 +106,8 @@ struct OggStreamParser: StreamFormatParser {
     private var resyncing = false
     /// The headers of the link whose audio is parsed (Vorbis).
     private var vorbis: VorbisStreamHeaders?
+    /// The first link's Vorbis headers, those the magic cookie carries.
+    private(set) var checkedVorbisHeaders: VorbisStreamHeaders?
     /// The first link's `OpusHead` (Opus).
     private var opusHead: OpusHeadInfo?
     /// A link that changes format was met at this offset: nothing from it on plays.
@@ -422,6 +424,7 @@ struct OggStreamParser: StreamFormatParser {
             }
             vorbis = headers
             if !deliverHeaders {
+                if checkedVorbisHeaders == nil { checkedVorbisHeaders = headers }
                 let id = headers.identification
                 sampleRate = Double(id.sampleRate)
                 nominalBitRate = max(0, id.bitrateNominal)

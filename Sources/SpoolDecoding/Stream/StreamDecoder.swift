@@ -42,9 +42,17 @@ public final class StreamDecoder {
     ///   - packetTableInfo: The parser's `packetTableInfo`, or nil for none to trim.
     /// - Throws: `.unsupportedFormat` for a format this decoder does not decode,
     ///   `.corruptData` for a magic cookie the codec refuses.
-    public init(dataFormat: StreamDataFormat, magicCookie: [UInt8]?, packetTableInfo: StreamPacketTableInfo? = nil) throws {
+    public convenience init(dataFormat: StreamDataFormat, magicCookie: [UInt8]?,
+                            packetTableInfo: StreamPacketTableInfo? = nil) throws {
+        try self.init(dataFormat: dataFormat, magicCookie: magicCookie, packetTableInfo: packetTableInfo, checkedVorbis: nil)
+    }
+
+    /// - Parameter checkedVorbis: The Vorbis headers a parser checked, used when the cookie
+    ///   is theirs (the cookie is checked otherwise).
+    private init(dataFormat: StreamDataFormat, magicCookie: [UInt8]?, packetTableInfo: StreamPacketTableInfo?,
+                 checkedVorbis: VorbisStreamHeaders?) throws {
         format = try AudioFormat(sampleRate: dataFormat.sampleRate, channelCount: dataFormat.channelCount)
-        codec = try Self.codec(for: dataFormat, magicCookie: magicCookie)
+        codec = try Self.codec(for: dataFormat, magicCookie: magicCookie, checkedVorbis: checkedVorbis)
         trim = packetTableInfo ?? StreamPacketTableInfo(primingFrames: 0, remainderFrames: 0, validFrames: nil)
     }
 
@@ -61,7 +69,8 @@ public final class StreamDecoder {
         guard parser.readyToProducePackets, let dataFormat = parser.dataFormat else {
             throw AudioError(.invalidState, "a stream decoder needs a parser that is ready to produce packets")
         }
-        try self.init(dataFormat: dataFormat, magicCookie: parser.magicCookie, packetTableInfo: parser.packetTableInfo)
+        try self.init(dataFormat: dataFormat, magicCookie: parser.magicCookie, packetTableInfo: parser.packetTableInfo,
+                      checkedVorbis: parser.checkedVorbisHeaders)
     }
 
     /// Damage decoding found and went past, as the file decoders report it.
@@ -141,10 +150,11 @@ public final class StreamDecoder {
         return upper - lower
     }
 
-    private static func codec(for dataFormat: StreamDataFormat, magicCookie: [UInt8]?) throws -> any StreamPacketDecoder {
+    private static func codec(for dataFormat: StreamDataFormat, magicCookie: [UInt8]?,
+                              checkedVorbis: VorbisStreamHeaders?) throws -> any StreamPacketDecoder {
         switch dataFormat.codec {
         case .mpeg: try MPEGPacketDecoder(dataFormat)
-        case .vorbis: try VorbisPacketDecoder(dataFormat, magicCookie: magicCookie)
+        case .vorbis: try VorbisPacketDecoder(dataFormat, magicCookie: magicCookie, checked: checkedVorbis)
         case .opus: try OpusPacketDecoder(dataFormat, magicCookie: magicCookie)
         case .flac: try FLACPacketDecoder(dataFormat, magicCookie: magicCookie)
         case .pcm, .aLaw, .muLaw, .imaADPCM: try PCMPacketDecoder(dataFormat)

@@ -176,10 +176,16 @@ protocol StreamFormatParser {
 
     /// Damage found in the container and gone past (`StreamParser.warnings`).
     var warnings: [DecodeWarning] { get }
+
+    /// The Vorbis headers of the stream's first link as the parser checked them, so that a
+    /// decoder made from the parser need not check them again; nil for other formats.
+    var checkedVorbisHeaders: VorbisStreamHeaders? { get }
 }
 
 extension StreamFormatParser {
     /// Damage the parser found in the container and went past (bytes that are no page,
     /// lost pages, a stream cut short), as the file decoders report it; none by default.
     var warnings: [DecodeWarning] { [] }
+
+    var checkedVorbisHeaders: VorbisStreamHeaders? { nil }
 }

@@ -109,6 +109,9 @@ public final class StreamParser {
     /// The codec's setup bytes (`kAudioFileStreamProperty_MagicCookieData`): Vorbis's three
     /// header packets, an `OpusHead`, FLAC's STREAMINFO block; nil for MP3 and PCM.
     public var magicCookie: [UInt8]? { properties.magicCookie }
+
+    /// The Vorbis headers the magic cookie carries, as the parser checked them.
+    var checkedVorbisHeaders: VorbisStreamHeaders? { format?.checkedVorbisHeaders }
     /// Textual metadata: ID3v2 and ID3v1/APE, Vorbis comments, RIFF INFO, AIFF text chunks.
     public var tags: AudioTags { properties.tags }
     /// Where the first audio packet begins (`kAudioFileStreamProperty_DataOffset`).

@@ -24,15 +24,21 @@ final class VorbisPacketDecoder: StreamPacketDecoder {
     /// A link that cannot be decoded was met: nothing more is.
     private var ended = false
 
-    /// - Throws: `.corruptData` for a magic cookie that is not three valid Vorbis headers.
     /// A decoder for the stream whose three headers `magicCookie` holds.
-    init(_ dataFormat: StreamDataFormat, magicCookie: [UInt8]?) throws {
+    /// - Parameter checked: Headers a parser already checked: taken as they are when the
+    ///   cookie is theirs, and the cookie is checked otherwise.
+    /// - Throws: `.corruptData` for a magic cookie that is not three valid Vorbis headers.
+    init(_ dataFormat: StreamDataFormat, magicCookie: [UInt8]?, checked: VorbisStreamHeaders? = nil) throws {
         guard let magicCookie else { throw AudioError(.corruptData, "a Vorbis decoder needs the three header packets (the magic cookie)") }
         let headers: VorbisStreamHeaders
-        do {
-            headers = try VorbisStreamHeaders(cookie: magicCookie)
-        } catch {
-            throw AudioError(.corruptData, "the Vorbis magic cookie cannot be decoded: \(error)")
+        if let checked, checked.cookie == magicCookie {
+            headers = checked
+        } else {
+            do {
+                headers = try VorbisStreamHeaders(cookie: magicCookie)
+            } catch {
+                throw AudioError(.corruptData, "the Vorbis magic cookie cannot be decoded: \(error)")
+            }
         }
         format = try AudioFormat(sampleRate: Double(headers.identification.sampleRate), channelCount: headers.identification.channels)
         synthesis = try VorbisSynthesis(headers)
