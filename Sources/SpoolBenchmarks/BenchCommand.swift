@@ -44,9 +44,10 @@ package enum BenchCommand {
                 AudioPlayer against a bare voice: play() → first frame on the null device
                 (p50/p99), CPU of plain, time-stretched and varispeed playback, and the
                 resident set while it plays a long file (default: a synthesised 8-minute WAV)
-          effects [--voices N] [--seconds S] [--runs N] [--triggers N] [--json PATH]
+          effects [--voices N] [--seconds S] [--runs N] [--triggers N] [--creations N] [--json PATH]
                 N system sounds at once offline (SoundEffects on each back-end, against OpenAL
-                Soft's static buffers), CPU per voice; and play() → first frame at 128 × 3
+                Soft's static buffers), CPU per voice; play() → first frame at 128 × 3; and
+                makeVoice's time p50/p99 on each back-end, same rate and converted at each level
           stream [FILE...] [--repeat N] [--hours H] [--no-memory] [--json PATH]
                 StreamParser + StreamDecoder against the file decoder on the same bytes in memory
                 (default: a fixture of each format), and the resident set while H hours

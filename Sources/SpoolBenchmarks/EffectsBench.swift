@@ -1,5 +1,6 @@
 import Foundation
 import Spool
+import SpoolResampling
 
 /// `spool bench effects`: 64 sound effects at once, and how soon one starts.
 ///
@@ -12,6 +13,14 @@ import Spool
 ///   frames, each from `play()` to its first frame leaving the device (the frames the play
 ///   reports taken, less what the output still holds): p50/p99 against the floor (P−1)·F…P·F.
 ///   Modelled (the null device's clock).
+/// - **voice creation**: `makeVoice` on each back-end (an offline device at 48 kHz), for a
+///   48 kHz source and for a 44.1 kHz one converted at each resampling level, `--creations`
+///   (200) times each: p50/p99 of the call's wall time, what a program pays to start a sound
+///   on a new voice. Each voice plays a 20 ms sound through and is disposed of; its converters
+///   go back to `VoiceResamplerPool`, which makes the streams it fed anew in the background
+///   (timed too: what a voice gone costs off the caller's path) before the next is made, as
+///   between two triggers. Beside it, 20 made from nothing, the pool emptied before each
+///   (the first voice of its format in a process). Observed.
 enum EffectsBench {
     struct MixRow: Codable {
         let backend: String
@@ -37,18 +46,35 @@ enum EffectsBench {
         var timing = "modelled"
     }
 
+    struct CreationRow: Codable {
+        let backend: String
+        let sourceRate: Double
+        let quality: String
+        let creations: Int
+        let p50Microseconds: Double
+        let p99Microseconds: Double
+        /// The pool emptied before each (20 of them).
+        let coldP50Microseconds: Double
+        let coldP99Microseconds: Double
+        /// The pool's background work for each voice gone (its fed streams made anew), median.
+        let renewalP50Microseconds: Double
+        var timing = "observed"
+    }
+
     struct Report: Codable {
         let mix: [MixRow]
         let trigger: [TriggerRow]
+        let creation: [CreationRow]
     }
 
     static func run(_ words: [String]) throws {
-        guard let bench = try BenchInvocation(words, valued: ["voices", "seconds", "runs", "triggers"]) else { return }
+        guard let bench = try BenchInvocation(words, valued: ["voices", "seconds", "runs", "triggers", "creations"]) else { return }
         let args = bench.arguments
         let voices = try args.int("voices", in: 1...256) ?? 64
         let seconds = try args.double("seconds", in: 0.5...60) ?? 5
         let runs = try args.int("runs", in: 1...20) ?? 3
         let triggers = try args.int("triggers", in: 1...10_000) ?? 200
+        let creations = try args.int("creations", in: 1...100_000) ?? 200
         let sounds = try (0..<8).map { try sound(index: $0, seconds: seconds + 1) }
 
         var mix: [MixRow] = []
@@ -74,7 +100,72 @@ enum EffectsBench {
             ["\(r.backend)", "\(r.periodFrames)×\(r.periods)", String(format: "%.2f–%.2f", r.floorMinMs, r.floorMaxMs),
              String(format: "%.2f", r.p50Ms), String(format: "%.2f", r.p99Ms), String(format: "%+.2f ms", r.p99Ms - r.floorMaxMs)]
         }))
-        try bench.writeReport(Report(mix: mix, trigger: trigger))
+
+        var creation: [CreationRow] = []
+        for backend in ["queue", "openal"] { creation += try measureCreation(backend, count: creations) }
+        print("\nmakeVoice on an offline device at 48 kHz, \(creations) voices each playing 20 ms and disposed of "
+              + "(converters from a voice gone), 20 made from nothing (first of their format), and the pool's "
+              + "background work per voice gone; observed")
+        print(BenchTable.render(["backend", "source", "quality", "p50 µs", "p99 µs", "first p50 µs", "first p99 µs",
+                                 "background p50 µs"], creation.map { r in
+            [r.backend, String(format: "%g kHz", r.sourceRate / 1000), r.quality,
+             String(format: "%.1f", r.p50Microseconds), String(format: "%.1f", r.p99Microseconds),
+             String(format: "%.0f", r.coldP50Microseconds), String(format: "%.0f", r.coldP99Microseconds),
+             String(format: "%.0f", r.renewalP50Microseconds)]
+        }))
+        try bench.writeReport(Report(mix: mix, trigger: trigger, creation: creation))
+    }
+
+    /// `makeVoice`'s wall time on `name`'s back-end: a 48 kHz source, then a 44.1 kHz one at
+    /// each resampling level.
+    private static func measureCreation(_ name: String, count: Int) throws -> [CreationRow] {
+        let configuration = OutputConfiguration(sampleRate: 48_000, channelCount: 2, periodFrames: 256, periodCount: 2)
+        let backend: any PlaybackBackend
+        let renderer: any OfflineRendering
+        if name == "queue" {
+            let device = try OfflineDevice(configuration: configuration)
+            (backend, renderer) = (try BufferQueueBackend(device: device), device)
+        } else {
+            let device = try OpenALDevice(.loopback(configuration))
+            (backend, renderer) = (OpenALBackend(device: device), device)
+        }
+        defer { (backend as? OpenALBackend)?.device.close() }
+        let out = UnsafeMutableBufferPointer<Float>.allocate(capacity: 2_048 * 2)
+        defer { out.deallocate() }
+        var cases: [(rate: Double, quality: ResamplingQuality?)] = [(48_000, nil)]
+        for quality in [ResamplingQuality.fast, .balanced, .high] { cases.append((44_100, quality)) }
+        return try cases.map { rate, quality in
+            let format = try AudioFormat(sampleRate: rate, channelCount: 2)
+            let click = try PCMBuffer(format: format, samples: (0..<Int(rate * 0.02) * 2).map { Float(sin(Double($0) * 0.03) * 0.1) })
+            var renewals: [Double] = []
+            func made() throws -> Double {
+                let t0 = HostTime.now()
+                let voice = try quality.map { try backend.makeVoice(format: format, quality: $0) } ?? backend.makeVoice(format: format)
+                let microseconds = Double(HostTime.now() - t0) / 1e3
+                try voice.enqueue(click)
+                try voice.start()
+                for _ in 0..<2 { try renderer.render(frames: 1_024, into: out) }
+                voice.dispose()
+                // Between two triggers: the pool makes anew what the voice fed.
+                let r0 = HostTime.now()
+                VoiceResamplerPool.shared.settle()
+                renewals.append(Double(HostTime.now() - r0) / 1e3)
+                return microseconds
+            }
+            var cold: [Double] = []
+            for _ in 0..<20 {
+                VoiceResamplerPool.shared.removeAll()
+                cold.append(try made())
+            }
+            var times: [Double] = []
+            renewals = []
+            for _ in 0..<(count + 5) { times.append(try made()) }
+            times.removeFirst(5)
+            return CreationRow(backend: name, sourceRate: rate, quality: quality.map { "\($0)" } ?? "none (same rate)",
+                               creations: count, p50Microseconds: percentile(times, 50), p99Microseconds: percentile(times, 99),
+                               coldP50Microseconds: percentile(cold, 50), coldP99Microseconds: percentile(cold, 99),
+                               renewalP50Microseconds: percentile(renewals, 50))
+        }
     }
 
     /// A stereo sound at 48 kHz: two tones of its own at −20 dBFS each.

@@ -173,8 +173,8 @@ final class QueueSlot: @unchecked Sendable {
         peakBits = (0..<q).map { _ in AtomicCell(Float(-120).bitPattern) }
         averageBits = (0..<q).map { _ in AtomicCell(Float(-120).bitPattern) }
         _ = Self.mixingLoopsReady
-        // Converters are made (and libsoxr warmed up) once, here.
-        resampler = try VoiceResampler(
+        // Converters are made (and libsoxr warmed up) here, or taken from a voice that is gone.
+        resampler = try VoiceResamplerPool.shared.take(
             channelCount: q, sourceRate: format.sampleRate, ratio: deviceFormat.sampleRate / format.sampleRate,
             maximumFrames: maximumFrames, declickFrames: declickFrames, quality: quality)
     }
@@ -186,6 +186,8 @@ final class QueueSlot: @unchecked Sendable {
     func setQuality(_ quality: ResamplingQuality) { resampler.setQuality(quality) }
 
     deinit {
+        // The slot table frees a slot off the render thread, once no render pass can reach it.
+        VoiceResamplerPool.shared.give(resampler)
         descriptors.deallocate()
         completedAt.deallocate()
         scratch.deallocate()

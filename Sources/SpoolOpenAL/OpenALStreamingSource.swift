@@ -594,11 +594,14 @@ final class ConversionLane: @unchecked Sendable {
 
     init(format: AudioFormat, deviceRate: Double, chunkFrames: Int, quality: ResamplingQuality) throws {
         channelCount = format.channelCount
-        resampler = try VoiceResampler(
+        resampler = try VoiceResamplerPool.shared.take(
             channelCount: format.channelCount, sourceRate: format.sampleRate, ratio: deviceRate / format.sampleRate,
             maximumFrames: max(chunkFrames, 4096), declickFrames: VoiceParameters.declickFrames(atRate: deviceRate), quality: quality)
         output = .allocate(capacity: chunkFrames * format.channelCount)
     }
 
-    deinit { output.deallocate() }
+    deinit {
+        VoiceResamplerPool.shared.give(resampler)
+        output.deallocate()
+    }
 }

@@ -40,6 +40,13 @@ final class FixedRatioStream {
     private(set) var lookaheadFrames = 0
     /// Input frames fed since init, warm-up included.
     private(set) var framesFed = 0
+    /// Input frames fed by the warm-up.
+    private var warmUpFrames = 0
+    /// Whether anything but the warm-up was fed. A stream started over then plays what a new
+    /// one would only to within rounding: libsoxr's DFT blocks round each output by where the
+    /// block boundaries fall and by what else the block holds (a difference near 2⁻²² of full
+    /// scale), and output instants far from the first carry fewer bits of fraction.
+    var wasFed: Bool { framesFed != warmUpFrames }
     /// Index (since init) of the first output frame still in the buffer.
     private(set) var firstBufferedIndex = 0
     /// Output frames produced and not yet delivered or dropped.
@@ -117,6 +124,7 @@ final class FixedRatioStream {
             largestBurst = max(largestBurst, written)
         }
         firstBufferedIndex = produced
+        warmUpFrames = framesFed
         // Room for the largest burst twice over and a long period: every call is drained whole.
         bufferFrames = 2 * largestBurst + Int(Double(chunkFrames) * ratio) + 8192
         buffer = .allocate(capacity: bufferFrames * channelCount)

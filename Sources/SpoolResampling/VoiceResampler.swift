@@ -56,6 +56,16 @@ package final class VoiceResampler {
     package let channelCount: Int
     /// Device frames per source frame at a playback rate of 1.
     package let ratio: Double
+    /// What it was made for, which a voice that takes it from `VoiceResamplerPool` must match.
+    let shape: Shape
+
+    struct Shape: Hashable {
+        let channelCount: Int
+        let sourceRate: Double
+        let ratio: Double
+        let maximumFrames: Int
+        let declickFrames: Int
+    }
     /// The level asked for last (`setQuality`); the lanes move to it at the render thread's
     /// next chance (a crossfade through the varispeed lane, 20 ms, no click).
     package var quality: ResamplingQuality { ResamplingQuality.allCases[requestedLevel.load(ordering: .relaxed)] }
@@ -89,7 +99,8 @@ package final class VoiceResampler {
 
     /// The fixed lane's stream at each level (in `ResamplingQuality.allCases` order); nil at
     /// equal rates, or where libsoxr would read too far ahead.
-    private let streams: [FixedRatioStream?]
+    /// Changed only by `renew`, while no voice renders with the resampler.
+    private var streams: [FixedRatioStream?]
     /// The varispeed lane's converter at each level.
     private let varispeeds: [StreamingRateConverter<SampleRateEngine>]
     /// The levels the two lanes are at now (render side).
@@ -152,6 +163,8 @@ package final class VoiceResampler {
                  quality: ResamplingQuality = .default) throws {
         self.channelCount = channelCount
         self.ratio = ratio
+        shape = Shape(channelCount: channelCount, sourceRate: sourceRate, ratio: ratio, maximumFrames: maximumFrames,
+                      declickFrames: declickFrames)
         let level = ResamplingQuality.allCases.firstIndex(of: quality) ?? 0
         requestedLevel = Atomic(level)
         streams = try ResamplingQuality.allCases.map { try Self.fixedStream($0, channelCount: channelCount, sourceRate: sourceRate, ratio: ratio) }
@@ -288,6 +301,34 @@ package final class VoiceResampler {
         // Only the history, at a playback rate of 1; during a crossfade also what the sinc
         // converter has yet to read.
         ring.append(frames, count: count, keepingFrom: keepIndex)
+    }
+
+    /// Whether a voice that is gone fed a fixed stream, which would then play a new voice only
+    /// to within rounding (`FixedRatioStream.wasFed`): `renew` makes it anew first.
+    var needsRenewal: Bool { streams.contains { $0?.wasFed ?? false } }
+
+    /// Makes anew the fixed streams a voice fed (see `needsRenewal`); the varispeed
+    /// converters and the ring start over exactly as they are. Called off the render thread,
+    /// while no voice renders with the resampler.
+    /// - Throws: A rate-converter error.
+    func renew() throws {
+        for level in streams.indices {
+            guard let stream = streams[level], stream.wasFed else { continue }
+            streams[level] = try Self.fixedStream(ResamplingQuality.allCases[level], channelCount: channelCount,
+                                                  sourceRate: shape.sourceRate, ratio: ratio)
+        }
+        soxr = nil
+    }
+
+    /// Readies a resampler a voice that is gone played through for a new voice at `quality`:
+    /// what it renders is what a new one renders, sample for sample. Called off the render
+    /// thread, before any render of the new voice, after `renew` where it was needed.
+    func reuse(quality: ResamplingQuality) {
+        setQuality(quality)
+        varispeedTarget = ratio
+        mode = .fixed
+        ring.clear(at: 0)  // the ring's count from where a new one's starts
+        restart(timeline: 0, playbackRate: 1)
     }
 
     /// Starts the source over at queue sample time `timeline`, with silence before it: at a
