@@ -16,6 +16,11 @@ public final class WAVFileWriter {
     private let handle: FileHandle
     private let path: String
     private var finished = false
+    /// The process's file-size limit (`RLIMIT_FSIZE`) where the file is a regular one: nil
+    /// for none, or for a device or pipe, which it does not bound.
+    private let sizeLimit: Int?
+    /// Bytes before the first frame.
+    private let headerBytes: Int
 
     /// The most data bytes a RIFF file can describe with its 32-bit sizes.
     static let maximumDataBytes = Int(UInt32.max) - 80
@@ -37,7 +42,15 @@ public final class WAVFileWriter {
         }
         let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
         self.handle = handle
-        do { try handle.write(contentsOf: Self.header(format: format, frames: 0)) } catch {
+        sizeLimit = Self.sizeLimit(of: fd)
+        let header = Self.header(format: format, frames: 0)
+        headerBytes = header.count
+        if let limit = sizeLimit, limit < header.count {
+            finished = true
+            try? handle.close()
+            throw AudioError(.writeFailed, "\(path): the file-size limit (RLIMIT_FSIZE, \(limit) bytes) leaves no room for a WAV header")
+        }
+        do { try handle.write(contentsOf: header) } catch {
             finished = true
             try? handle.close()
             throw AudioError(.writeFailed, "\(path): write failed", underlying: error)
@@ -46,16 +59,38 @@ public final class WAVFileWriter {
 
     deinit { try? finish() }
 
+    /// `RLIMIT_FSIZE` for a regular file open at `fd`: past it, a write would raise SIGXFSZ,
+    /// which ends the process unless it is caught or ignored.
+    private static func sizeLimit(of fd: Int32) -> Int? {
+        var status = stat()
+        guard fstat(fd, &status) == 0, status.st_mode & S_IFMT == S_IFREG else { return nil }
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit) == 0, limit.rlim_cur != rlim_t.max else { return nil }  // RLIM_INFINITY
+        return Int(clamping: limit.rlim_cur)
+    }
+
     /// Appends interleaved frames.
     ///
-    /// - Throws: `AudioError.Code.writeFailed` when the disk refuses them or the file would
-    ///   outgrow what a WAV header can describe (4 GiB).
+    /// - Throws: `AudioError.Code.writeFailed` when the disk refuses them, the file would
+    ///   outgrow what a WAV header can describe (4 GiB) or pass the process's file-size limit
+    ///   (`RLIMIT_FSIZE`, checked before writing, so that SIGXFSZ never comes). The file then
+    ///   holds the frames written before, whole, and `finish()` gives them a true header.
     public func write(_ samples: UnsafeBufferPointer<Float>) throws {
         let frames = samples.count / format.channelCount
-        guard (framesWritten + frames) * format.channelCount * 4 <= Self.maximumDataBytes else {
+        let frameBytes = format.channelCount * 4
+        guard (framesWritten + frames) * frameBytes <= Self.maximumDataBytes else {
             throw AudioError(.writeFailed, "\(path): a WAV file holds at most 4 GiB of audio; \(framesWritten) frames were written")
         }
+        if let limit = sizeLimit, headerBytes + (framesWritten + frames) * frameBytes > limit {
+            // The whole frames that fit, then the refusal.
+            let fitting = max(0, min(frames, (limit - headerBytes) / frameBytes - framesWritten))
+            if fitting > 0 { try write(UnsafeBufferPointer(rebasing: samples[0..<(fitting * format.channelCount)])) }
+            throw AudioError(.writeFailed, "\(path): the file-size limit (RLIMIT_FSIZE, \(limit) bytes) stops the file at \(framesWritten) frames")
+        }
         do { try handle.write(contentsOf: Data(buffer: samples)) } catch {  // Float32 on Linux hosts is little-endian already
+            // A write cut short leaves part of a chunk: the file goes back to the frames before it.
+            _ = ftruncate(handle.fileDescriptor, off_t(headerBytes + framesWritten * frameBytes))
+            _ = lseek(handle.fileDescriptor, 0, SEEK_END)
             throw AudioError(.writeFailed, "\(path): write failed after \(framesWritten) frames", underlying: error)
         }
         framesWritten += frames
@@ -71,7 +106,7 @@ public final class WAVFileWriter {
     /// - Throws: `AudioError.Code.writeFailed` when the file cannot be cut.
     public func truncate(toFrames frames: Int) throws {
         guard !finished, (0..<framesWritten).contains(frames) else { return }
-        let bytes = Self.header(format: format, frames: 0).count + frames * format.channelCount * 4
+        let bytes = headerBytes + frames * format.channelCount * 4
         do {
             try handle.truncate(atOffset: UInt64(bytes))
             try handle.seekToEnd()

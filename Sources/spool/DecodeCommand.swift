@@ -39,10 +39,9 @@ enum DecodeCommand {
         var remaining = duration.map { format.frames(forSeconds: $0) } ?? Int.max
 
         let sink: PCMSink = output.lowercased().hasSuffix(".wav")
-            ? try WAVSink(path: output, format: format) : try RawSink(path: output)
+            ? try WAVSink(path: output, format: format) : try RawSink(path: output, frameBytes: format.channelCount * 4)
         var chunk = [Float](repeating: 0, count: 8192 * format.channelCount)
         var reported = 0
-        var written = 0
         func reportWarnings() {
             for warning in decoder.warnings.dropFirst(reported) { printError("spool: \(path): warning: \(warning)") }
             reported = decoder.warnings.count
@@ -57,13 +56,12 @@ enum DecodeCommand {
                 if frames == 0 { break }
                 try chunk.withUnsafeBufferPointer { try sink.write(UnsafeBufferPointer(rebasing: $0[0..<(frames * format.channelCount)])) }
                 remaining -= frames
-                written += frames
             }
         } catch let error as AudioError {
             // What decoded before the error stays, under a header true to it.
             reportWarnings()
             try sink.finish()
-            throw AudioError(error.code, "\(error.message) (\(output == "-" ? "standard output" : output) holds the \(written) frames decoded before it)",
+            throw AudioError(error.code, "\(error.message) (\(output == "-" ? "standard output" : output) holds the \(sink.framesWritten) frames decoded before it)",
                              underlying: error.underlying)
         }
         try sink.finish()
@@ -77,6 +75,8 @@ enum DecodeCommand {
 protocol PCMSink {
     func write(_ samples: UnsafeBufferPointer<Float>) throws
     func finish() throws
+    /// Whole frames the output holds.
+    var framesWritten: Int { get }
 }
 
 struct WAVSink: PCMSink {
@@ -84,6 +84,7 @@ struct WAVSink: PCMSink {
     init(path: String, format: AudioFormat) throws { writer = try WAVFileWriter(path: path, format: format) }
     func write(_ samples: UnsafeBufferPointer<Float>) throws { try writer.write(samples) }
     func finish() throws { try writer.finish() }
+    var framesWritten: Int { writer.framesWritten }
 }
 
 /// Raw float32 samples written straight from the decoder's buffer with write(2): no copy into
@@ -91,13 +92,21 @@ struct WAVSink: PCMSink {
 /// (`O_CREAT | O_TRUNC`), so a link is written through and a device or pipe stays what it is
 /// (`FileManager.createFile` renamed a new file over the path: `--output /dev/null` run as
 /// root replaced /dev/null with a regular file).
+///
+/// A write that fails part-way (a full disk; the file-size limit, past which the tool's writes
+/// fail with EFBIG rather than raise SIGXFSZ) leaves a regular file cut back to the whole
+/// frames written before it.
 final class RawSink: PCMSink {
     private let fd: Int32
     private let path: String
+    private let frameBytes: Int
+    private var bytesWritten = 0
     private var closed = false
+    var framesWritten: Int { bytesWritten / frameBytes }
 
-    init(path: String) throws {
+    init(path: String, frameBytes: Int) throws {
         self.path = path
+        self.frameBytes = max(1, frameBytes)
         if path == "-" {
             fd = STDOUT_FILENO
         } else {
@@ -120,9 +129,16 @@ final class RawSink: PCMSink {
             let n = Glibc.write(fd, bytes + done, count - done)
             if n < 0 {
                 if errno == EINTR { continue }
-                throw AudioError(.writeFailed, "\(path == "-" ? "standard output" : path): write failed: \(String(cString: strerror(errno)))")
+                let reason = String(cString: strerror(errno))
+                var status = stat()
+                if fstat(fd, &status) == 0, status.st_mode & S_IFMT == S_IFREG {
+                    bytesWritten -= bytesWritten % frameBytes
+                    _ = ftruncate(fd, off_t(bytesWritten))
+                }
+                throw AudioError(.writeFailed, "\(path == "-" ? "standard output" : path): write failed: \(reason)")
             }
             done += n
+            bytesWritten += n
         }
     }
 

@@ -29,6 +29,10 @@ if ProcessInfo.processInfo.environment["SPOOL_DIAGNOSTICS"].map({ !$0.isEmpty })
     Diagnostics.setLibraryMessageHandler { printError("spool: \($0)") }
 }
 
+// Past the file-size limit (RLIMIT_FSIZE) a write fails with EFBIG and is reported, rather
+// than raising SIGXFSZ, which would end the tool with a file cut anywhere.
+signal(SIGXFSZ, SIG_IGN)
+
 var words = Array(CommandLine.arguments.dropFirst())
 guard let command = words.first else {
     printError(usage)
