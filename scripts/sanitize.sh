@@ -11,6 +11,12 @@ parts=("$@")
 ((${#parts[@]})) || parts=(address thread fuzz)
 
 summary() { grep -E '^(✔|✘|━) Test run with' "$1" | tail -n 1 || true; }
+# The test servers' suites run on their own after the rest (see scripts/test.sh).
+servers='HTTPTestSupportTests'
+# `swift test` with the sanitizer's flags, the rest and then the servers' suites, into "$log".
+both() {
+    bounded "$@" --skip "$servers" >"$log" 2>&1 && { summary "$log" >"$log.rest"; bounded "$@" --filter "$servers" >>"$log" 2>&1; }
+}
 # A sanitized test run that hangs fails in bounded time; `unfinished` names the tests left running.
 bounded() { timeout -k 30 1500 "$@"; }
 unfinished() {
@@ -30,14 +36,14 @@ for part in "${parts[@]}"; do
             # SPOOL_SANITIZER: the suites that time a real sound server leave that to the plain run.
             if ! SPOOL_SANITIZER=address ASAN_OPTIONS="detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1" \
                 LSAN_OPTIONS="suppressions=$PWD/scripts/sanitizers/lsan.supp:print_suppressions=0" \
-                bounded swift test --skip-build --sanitize=address --scratch-path .build/asan >"$log" 2>&1; then
+                both swift test --skip-build --sanitize=address --scratch-path .build/asan; then
                 grep -E '✘|ERROR: (AddressSanitizer|LeakSanitizer)|SUMMARY' "$log" | head -n 60
                 grep -A 60 -m 2 -E 'ERROR: (AddressSanitizer|LeakSanitizer)' "$log" | head -n 150
                 unfinished "$log"
                 echo "address sanitizer run failed" >&2
                 exit 1
             fi
-            summary "$log"; rm -f "$log" ;;
+            cat "$log.rest"; summary "$log"; rm -f "$log" "$log.rest" ;;
         thread)
             echo "== ThreadSanitizer: every test"
             # `Locked` announces its critical sections to the sanitizer (see Sources/SpoolCore/Locked.swift).
@@ -46,7 +52,7 @@ for part in "${parts[@]}"; do
             log=$(mktemp)
             # SPOOL_SANITIZER: the suites that time a real sound server leave that to the plain run.
             if ! SPOOL_SANITIZER=thread TSAN_OPTIONS="halt_on_error=0:second_deadlock_stack=1:report_signal_unsafe=0" \
-                bounded swift test --skip-build --sanitize=thread --scratch-path .build/tsan >"$log" 2>&1 \
+                both swift test --skip-build --sanitize=thread --scratch-path .build/tsan \
                 || grep -q "WARNING: ThreadSanitizer" "$log"; then
                 grep -E '✘|WARNING: ThreadSanitizer|SUMMARY' "$log" | head -n 60
                 grep -A 30 -m 3 "WARNING: ThreadSanitizer" "$log" | head -n 120
@@ -54,7 +60,7 @@ for part in "${parts[@]}"; do
                 echo "thread sanitizer run failed" >&2
                 exit 1
             fi
-            summary "$log"; rm -f "$log" ;;
+            cat "$log.rest"; summary "$log"; rm -f "$log" "$log.rest" ;;
         fuzz)
             echo "== libFuzzer targets, ${SPOOL_FUZZ_SECONDS:-10} s each"
             scripts/fuzz.sh --seconds "${SPOOL_FUZZ_SECONDS:-10}" ;;

@@ -82,6 +82,43 @@ struct MPEGAudioHeader: Equatable {
     }
 }
 
+/// The Layer III bit reservoir, followed frame by frame in the order libmpg123 is shown them.
+///
+/// A Layer III frame's main data may begin in the frames before it: `main_data_begin`, the
+/// first field of its side information (9 bits in MPEG-1, 8 in MPEG-2 and 2.5), counts the
+/// bytes back from its own main data area. A frame that reaches further back than the main
+/// data areas of the frames before it hold cannot be decoded; libmpg123 plays it as silence.
+struct LayerIIIReservoir {
+    /// Main-data bytes of the frames taken so far (more than any frame can reach back: capped).
+    private var held: Int
+    private var starving = false
+
+    /// - Parameter full: Whether the frames before the next are unknown but to be taken as
+    ///   there (the frames after a seek, decoded to prime the decoder).
+    init(full: Bool = false) { held = full ? Self.cap : 0 }
+
+    private static let cap = 1_024
+
+    /// Takes the next frame, whose byte at each index from its start `byte` gives.
+    /// - Returns: The bytes it reaches back past what the frames before hold, when it is a
+    ///   Layer III frame that does and the frame before did not (a run is told once); nil otherwise.
+    mutating func take(_ header: MPEGAudioHeader, byte: (Int) -> UInt8?) -> Int? {
+        guard header.layer == 3, let b1 = byte(1) else { return nil }
+        let sideInfo = 4 + (b1 & 1 == 0 ? 2 : 0)  // after the CRC of a protected frame
+        guard let first = byte(sideInfo) else { return nil }
+        var begin = Int(first)
+        if header.version == .mpeg1 {
+            guard let second = byte(sideInfo + 1) else { return nil }
+            begin = begin << 1 | Int(second >> 7)
+        }
+        let missing = begin - held
+        let told = missing > 0 && !starving ? missing : nil
+        starving = missing > 0
+        held = min(Self.cap, held + max(0, header.frameBytes - sideInfo - header.sideInfoBytes))
+        return told
+    }
+}
+
 /// The header frame an encoder may put before the audio: Xing/Info (LAME writes `Info` for
 /// CBR, `Xing` otherwise, then its own extension with the gapless delay and padding) or
 /// Fraunhofer's VBRI. It is not audio: Spool keeps it out of libmpg123's sight.

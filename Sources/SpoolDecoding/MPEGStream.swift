@@ -32,6 +32,10 @@ struct MPEGStream {
     let corruptRegions: [Range<Int>]
     /// Offset of a last frame that the file ends inside.
     let truncatedFrameAt: Int?
+    /// Layer III frames whose main data begins further back than the frames before them hold
+    /// (`main_data_begin` past the bit reservoir): libmpg123 plays them as silence. Each with
+    /// the bytes missing; consecutive ones are given once, at the first.
+    let starvedFrames: [(offset: Int, missingBytes: Int)]
     /// The text of every tag: ID3v2 first, then APEv2, then ID3v1.
     let tags: AudioTags
 
@@ -122,6 +126,9 @@ struct MPEGStream {
         var hidden: [Range<Int>] = [], corrupt: [Range<Int>] = []
         var truncatedAt: Int?
         var tagsBetween = 0
+        // The header frame is not shown to libmpg123: the reservoir starts after it.
+        var reservoir = LayerIIIReservoir()
+        var starved: [(offset: Int, missingBytes: Int)] = []
         while offset < end {
             if let h = scan.header(at: offset, continuing: header) {
                 if h.frameBytes > end - offset {
@@ -129,6 +136,7 @@ struct MPEGStream {
                     break
                 }
                 if frames == 0 { firstRate = h.bitRate } else if h.bitRate != firstRate { vary = true }
+                if let missing = reservoir.take(h, byte: { scan.byte(at: offset + $0) }) { starved.append((offset, missing)) }
                 frames += 1
                 bytes += h.frameBytes
                 previousFrame = (offset, h.frameBytes)
@@ -186,6 +194,7 @@ struct MPEGStream {
         self.hidden = hidden
         corruptRegions = corrupt
         truncatedFrameAt = truncatedAt
+        starvedFrames = starved
         var tags = id3v2
         for (key, value) in ape.fields.sorted(by: { $0.key < $1.key }) { tags.merge(key, value) }
         for (key, value) in id3v1.fields.sorted(by: { $0.key < $1.key }) { tags.merge(key, value) }

@@ -15,6 +15,14 @@ final class MPEGPacketDecoder: StreamPacketDecoder {
     private let channelCount: Int
     /// The damage the parser skipped, in stream order.
     private(set) var warnings: [DecodeWarning] = []
+    /// The bit reservoir of the frames fed since the start or the last discontinuity.
+    private var reservoir = LayerIIIReservoir()
+
+    /// What a frame that reaches back past the bit reservoir is said to be.
+    static func starvedFrameDetail(missing: Int) -> String {
+        "the MPEG frame there reaches \(missing) bytes further back than the frames before it hold "
+            + "(its bit reservoir), so it cannot be decoded and plays as silence"
+    }
 
     /// Makes a decoder for packets of `dataFormat`.
     /// - Throws: `.libraryFailure` when libmpg123 cannot be set up.
@@ -38,6 +46,11 @@ final class MPEGPacketDecoder: StreamPacketDecoder {
     func decode(_ packet: StreamPacket, into output: inout [Float]) throws -> Int {
         warnings += packet.damage
         guard !packet.bytes.isEmpty else { return 0 }
+        if let header = MPEGAudioHeader(packet.bytes),
+           let missing = reservoir.take(header, byte: { $0 < packet.bytes.count ? packet.bytes[$0] : nil }) {
+            warnings.append(DecodeWarning(kind: .missingData, byteOffset: packet.byteOffset, byteCount: missing,
+                                          detail: Self.starvedFrameDetail(missing: missing)))
+        }
         let fed = packet.bytes.withUnsafeBufferPointer { mpg123_feed(handle.raw, $0.baseAddress, $0.count) }
         try handle.check(fed)
         var frames = 0
@@ -79,5 +92,7 @@ final class MPEGPacketDecoder: StreamPacketDecoder {
         // A fresh feed forgets the bytes and the decoder state of the frames before.
         mpg123_close(handle.raw)
         _ = mpg123_open_feed(handle.raw)
+        // The frames after a seek reach into frames not fed: no damage, the decode primes.
+        reservoir = LayerIIIReservoir(full: true)
     }
 }
