@@ -73,10 +73,12 @@ enum CapacityBench {
                     }
                 default:
                     resampler = "\(VoiceResampler.fixedKind(quality))"
-                    trial = { voices in try run(backend: backend, voices: voices, quality: quality, tone: tone, seconds: seconds) }
+                    trial = { voices in
+                        try run(backend: backend, voices: voices, quality: quality, tone: tone, seconds: seconds, maximum: maximum)
+                    }
                 }
-                // Each back-end mixes at most 256 voices (the queue engine's queues, OpenAL Soft's sources).
-                let limit = backend == "queue" ? QueueEngine.maximumQueues : OpenALDevice.defaultSourceLimit
+                // The queue engine is made for --max voices; OpenAL Soft hands out 256 sources.
+                let limit = backend == "queue" ? maximum : OpenALDevice.defaultSourceLimit
                 let found = try search(maximum: min(maximum, limit)) { voices in
                     guard let run = try trial(voices) else { return nil }
                     let judged = run.keptUp ? "kept up" : "fell behind"
@@ -168,7 +170,7 @@ enum CapacityBench {
     /// settling: their underruns, the device's late periods and its render load; nil when the
     /// back-end cannot make that many voices.
     static func run(backend name: String, voices: Int, quality: ResamplingQuality, tone: PCMBuffer,
-                    seconds: Double) throws -> RealTimeRun? {
+                    seconds: Double, maximum: Int = QueueEngine.defaultMaximumQueues) throws -> RealTimeRun? {
         let backend: any PlaybackBackend
         let xruns: () -> Int
         let load: RenderLoad
@@ -176,7 +178,7 @@ enum CapacityBench {
         switch name {
         case "queue":
             let device = try NullDevice(configuration: configuration)
-            let queue = try BufferQueueBackend(device: device)
+            let queue = try BufferQueueBackend(device: device, maximumVoices: max(maximum, QueueEngine.defaultMaximumQueues))
             queue.engine.resamplingQuality = quality
             backend = queue
             xruns = { device.xrunCount }

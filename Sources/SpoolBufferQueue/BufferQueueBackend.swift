@@ -18,8 +18,18 @@ public final class BufferQueueBackend: PlaybackBackend {
     /// - Parameter device: The output: ALSA, null, or offline (`OfflineDevice`, which the
     ///   program then renders).
     /// - Throws: The device's error.
-    public init(device: any OutputDevice) throws {
-        engine = QueueEngine(device: device)
+    public convenience init(device: any OutputDevice) throws {
+        try self.init(device: device, maximumVoices: QueueEngine.defaultMaximumQueues)
+    }
+
+    /// Makes a back-end over `device` whose engine mixes up to `maximumVoices` voices at once
+    /// (`QueueEngine.defaultMaximumQueues`, 256, unless given); as `init(device:)` otherwise.
+    /// - Parameters:
+    ///   - device: The output.
+    ///   - maximumVoices: 1…`QueueEngine.maximumQueuesLimit`.
+    /// - Throws: `.invalidParameter` outside that range; the device's error.
+    public init(device: any OutputDevice, maximumVoices: Int) throws {
+        engine = try QueueEngine(device: device, maximumQueues: maximumVoices)
         device.setEventHandler { [outputEvents] event in outputEvents.dispatch(event) }
         try engine.start()
     }

@@ -23,9 +23,15 @@ public final class QueueEngine: RewindingRenderer, Sendable {
     /// The device's format: what every queue is converted to.
     public var format: AudioFormat { device.format }
 
-    /// Most queues one engine mixes: as many as OpenAL Soft's sources (256). The render
-    /// thread looks at one flag per queue each period, so the limit costs next to nothing.
-    public static let maximumQueues = 256
+    /// Most queues an engine mixes unless it is made with another count: as many as OpenAL
+    /// Soft's sources by default (256).
+    public static let defaultMaximumQueues = 256
+    /// The largest count an engine can be made with.
+    public static let maximumQueuesLimit = 65_536
+    /// Most queues this engine mixes at once, fixed at creation: its slot table is made to
+    /// that size, so nothing grows on the render thread, which looks at one flag per slot
+    /// each period (a few microseconds for thousands).
+    public let maximumQueues: Int
 
     let isRealTime: Bool
     private let slots: SlotTable
@@ -86,12 +92,30 @@ public final class QueueEngine: RewindingRenderer, Sendable {
     /// Control side: whether a start should mark its queue for the device's next rewind.
     var rewindsOnStart: Bool { startsBelowFloor && isRealTime && device.isRunning && device.rewindSupport.isAvailable }
 
-    /// Makes an engine over `device`. The engine starts the device with `start()`.
+    /// Makes an engine over `device` that mixes up to `defaultMaximumQueues` queues. The
+    /// engine starts the device with `start()`.
     /// - Parameter device: ALSA, null or offline output.
-    public init(device: any OutputDevice) {
+    public convenience init(device: any OutputDevice) {
+        self.init(device: device, slots: Self.defaultMaximumQueues)
+    }
+
+    /// Makes an engine over `device` that mixes up to `maximumQueues` queues.
+    /// - Parameters:
+    ///   - device: ALSA, null or offline output.
+    ///   - maximumQueues: 1…`maximumQueuesLimit`.
+    /// - Throws: `.invalidParameter` outside that range.
+    public convenience init(device: any OutputDevice, maximumQueues: Int) throws {
+        guard (1...Self.maximumQueuesLimit).contains(maximumQueues) else {
+            throw AudioError(.invalidParameter, "an engine mixes 1...\(Self.maximumQueuesLimit) queues, not \(maximumQueues)")
+        }
+        self.init(device: device, slots: maximumQueues)
+    }
+
+    private init(device: any OutputDevice, slots count: Int) {
         self.device = device
         isRealTime = device.rendersInRealTime
-        slots = SlotTable(capacity: Self.maximumQueues)
+        maximumQueues = count
+        slots = SlotTable(capacity: count)
         pump = CallbackPump()
         pump.engine = self
     }
