@@ -119,7 +119,14 @@ enum CapacityBench {
             let of = rows.filter { $0.quality == quality.rawValue }
             guard let peer = of.first(where: { $0.backend == "openal-soft" }), peer.voices > 0 else { continue }
             for r in of where r.backend != "openal-soft" {
-                print("\(quality): \(r.backend) / OpenAL Soft \(peer.resampler): "
+                // A side that never failed stopped at its limit: the ratio is a bound, not a measure.
+                let bound = switch (r.failedAt == nil, peer.failedAt == nil) {
+                case (false, true): "at most "
+                case (true, false): "at least "
+                case (true, true): "unknown (both stopped at their limits), at "
+                case (false, false): ""
+                }
+                print("\(quality): \(r.backend) / OpenAL Soft \(peer.resampler): \(bound)"
                       + String(format: "%.2f×", Double(r.voices) / Double(peer.voices)))
             }
         }
