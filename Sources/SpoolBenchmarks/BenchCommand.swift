@@ -33,7 +33,7 @@ package enum BenchCommand {
                 frames, 48 kHz), every voice converted from 44.1 kHz, with no underrun or late
                 period over S s (default 20), at each quality; OpenAL Soft with its matching
                 resampler in the same run; the queue's engine is made for --max voices (default
-                256), OpenAL's sides stop at OpenAL Soft's 256 sources
+                256), and OpenAL Soft given as many sources (its `sources` setting)
           resample [--seconds S] [--repeats N] [--quick] [--resamplers LIST] [--peers LIST | --no-peer]
               [--json PATH]
                 every resampler at 44.1→48, 48→44.1, 22.05→48, 32→48 and 16→48 kHz, mono and

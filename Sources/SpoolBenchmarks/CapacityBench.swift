@@ -50,6 +50,10 @@ enum CapacityBench {
         let maximum = try args.int("max", in: 1...4096) ?? 256
         let levels = try bench.qualities()
         let backends = try bench.backends(allowed: ["queue", "openal", "openal-soft"], defaults: ["queue", "openal", "openal-soft"])
+        // OpenAL Soft reads its source count once, at its first call: --max of them (256 at least).
+        if backends.contains(where: { $0.hasPrefix("openal") }), maximum > OpenALDevice.defaultSourceLimit {
+            try OpenALConfiguration(sources: maximum).apply()
+        }
         let tone = try PCMBuffer(format: AudioFormat(sampleRate: 44_100, channelCount: 2),
                                  samples: MixBench.toneSamples(frames: 44_100, rate: 44_100, frequency: 441))
         /// The pump's CPU time over a run's measured seconds.
@@ -63,9 +67,9 @@ enum CapacityBench {
                 case "openal-soft":
                     let peer = try OpenALSoftPeer.resampler(named: MixBench.peerResampler[quality] ?? "linear")
                     resampler = peer.description
-                    // OpenAL Soft has 256 sources: more cannot be asked of it.
+                    // OpenAL Soft has the sources its configuration gives it (--max, applied first).
                     trial = { voices in
-                        guard voices <= OpenALDevice.defaultSourceLimit else { return nil }
+                        guard voices <= OpenALDevice.sourceCapacity else { return nil }
                         // The same second's settling before the measured seconds as Spool's sides.
                         return try OpenALSoftPeer.playInRealTime(voices: voices, seconds: seconds, settleSeconds: 1,
                                                                  configuration: configuration, sourceRate: 44_100,
@@ -77,8 +81,8 @@ enum CapacityBench {
                         try run(backend: backend, voices: voices, quality: quality, tone: tone, seconds: seconds, maximum: maximum)
                     }
                 }
-                // The queue engine is made for --max voices; OpenAL Soft hands out 256 sources.
-                let limit = backend == "queue" ? maximum : OpenALDevice.defaultSourceLimit
+                // The queue engine is made for --max voices, OpenAL Soft's devices given --max sources.
+                let limit = backend == "queue" ? maximum : min(maximum, OpenALDevice.sourceCapacity)
                 let found = try search(maximum: min(maximum, limit)) { voices in
                     guard let run = try trial(voices) else { return nil }
                     let judged = run.keptUp ? "kept up" : "fell behind"
@@ -191,7 +195,8 @@ enum CapacityBench {
             xruns = { device.xrunCount }
             load = device.renderLoad
         default:
-            let openAL = try OpenALBackend(.null(configuration))
+            let openAL = OpenALBackend(device: try OpenALDevice(.null(configuration),
+                                                                sourceLimit: min(OpenALDevice.sourceCapacity, max(voices, 1))))
             openAL.resamplingQuality = quality
             backend = openAL
             xruns = { openAL.device.xrunCount }

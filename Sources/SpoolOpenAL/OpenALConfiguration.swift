@@ -23,6 +23,9 @@ public struct OpenALConfiguration: Sendable, Equatable, CustomStringConvertible 
     public var periodFrames: Int?
     /// Periods in the device buffer (`periods`); `nil` for OpenAL Soft's 3.
     public var periodCount: Int?
+    /// Sources each device has (`sources`), which `OpenALDevice(sourceLimit:)` may then use
+    /// up to; `nil` for OpenAL Soft's 256.
+    public var sources: Int?
     /// Drivers to try, in order (`ALSOFT_DRIVERS`), e.g. `pulse`, `alsa`, `null`. OpenAL Soft's
     /// own `null` driver opens as the default device when nothing before it does, and plays
     /// to nowhere; Spool's null device (`OpenALDevice.Kind.null`) needs no driver at all.
@@ -38,14 +41,19 @@ public struct OpenALConfiguration: Sendable, Equatable, CustomStringConvertible 
     ///   - sampleRate: Mixer rate in Hz, 8 000…192 000, or `nil`.
     ///   - periodFrames: Frames per period, 64…8 192, or `nil`.
     ///   - periodCount: Periods in the device buffer, 2…16, or `nil`.
+    ///   - sources: Sources per device, 1…`OpenALConfiguration.maximumSources`, or `nil`.
     ///   - drivers: Driver names in the order to try them.
-    public init(sampleRate: Int? = nil, periodFrames: Int? = nil, periodCount: Int? = nil,
+    public init(sampleRate: Int? = nil, periodFrames: Int? = nil, periodCount: Int? = nil, sources: Int? = nil,
                 drivers: [String] = OpenALConfiguration.defaultDrivers) {
         self.sampleRate = sampleRate
         self.periodFrames = periodFrames
         self.periodCount = periodCount
+        self.sources = sources
         self.drivers = drivers
     }
+
+    /// The most sources a configuration may give each device.
+    public static let maximumSources = 65_536
 
     /// Makes a configuration from the device buffer a program asks for: its rate (when
     /// given), period size and period count.
@@ -78,6 +86,9 @@ public struct OpenALConfiguration: Sendable, Equatable, CustomStringConvertible 
         if let periodCount, !(2...16).contains(periodCount) {
             throw AudioError(.invalidParameter, "OpenAL period count \(periodCount) is outside 2...16")
         }
+        if let sources, !(1...Self.maximumSources).contains(sources) {
+            throw AudioError(.invalidParameter, "OpenAL source count \(sources) is outside 1...\(Self.maximumSources)")
+        }
         guard !drivers.isEmpty, drivers.allSatisfy({ !$0.isEmpty && $0.allSatisfy { $0.isLetter || $0.isNumber } }) else {
             throw AudioError(.invalidParameter, "OpenAL driver list \(drivers) must name at least one driver, letters and digits only")
         }
@@ -90,6 +101,7 @@ public struct OpenALConfiguration: Sendable, Equatable, CustomStringConvertible 
         if let sampleRate { lines.append("frequency = \(sampleRate)") }
         if let periodFrames { lines.append("period_size = \(periodFrames)") }
         if let periodCount { lines.append("periods = \(periodCount)") }
+        if let sources { lines.append("sources = \(sources)") }
         return lines.joined(separator: "\n") + "\n"
     }
 
@@ -98,7 +110,8 @@ public struct OpenALConfiguration: Sendable, Equatable, CustomStringConvertible 
         let rate = sampleRate.map { "\($0) Hz" } ?? "default rate"
         let period = periodFrames.map { "\($0)" } ?? "default"
         let count = periodCount.map { "\($0)" } ?? "default"
-        return "\(rate), \(period) × \(count) frames, drivers \(drivers.joined(separator: ","))"
+        let pool = sources.map { ", \($0) sources" } ?? ""
+        return "\(rate), \(period) × \(count) frames\(pool), drivers \(drivers.joined(separator: ","))"
     }
 
     /// Writes the configuration file and sets `ALSOFT_CONF` and `ALSOFT_DRIVERS` for this

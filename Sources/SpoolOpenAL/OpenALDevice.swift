@@ -78,6 +78,11 @@ public final class OpenALDevice: Sendable {
     /// lowers it, so Spool enforces a smaller `sourceLimit` itself.
     public static let defaultSourceLimit = 256
 
+    /// The most sources a device of this process can hand out: the `sources` of the
+    /// configuration applied before OpenAL Soft started (`OpenALConfiguration.sources`), else
+    /// OpenAL Soft's 256.
+    public static var sourceCapacity: Int { OpenALConfiguration.current?.sources ?? defaultSourceLimit }
+
     let context: ContextHandle
     /// Loopback or null: OpenAL Soft's mixer runs only when Spool renders.
     let rendersBySpool: Bool
@@ -156,14 +161,16 @@ public final class OpenALDevice: Sendable {
     /// Opens a device and makes its context.
     /// - Parameters:
     ///   - kind: Which device.
-    ///   - sourceLimit: Most sources to hand out at once, 1…256.
+    ///   - sourceLimit: Most sources to hand out at once, 1…`sourceCapacity` (256 unless a
+    ///     configuration gave OpenAL Soft more).
     /// - Throws: `.deviceUnavailable` when the device does not open (no sound server, an
     ///   unknown name); `.invalidParameter` for a configuration the device cannot take
     ///   (other than 2 channels, a rate that is not a whole number or that the loopback
     ///   device refuses); `.libraryFailure` when OpenAL Soft fails otherwise.
     public init(_ kind: Kind = .systemDefault, sourceLimit: Int = OpenALDevice.defaultSourceLimit) throws {
-        guard (1...Self.defaultSourceLimit).contains(sourceLimit) else {
-            throw AudioError(.invalidParameter, "source limit \(sourceLimit) is outside 1...\(Self.defaultSourceLimit)")
+        let capacity = Self.sourceCapacity
+        guard (1...capacity).contains(sourceLimit) else {
+            throw AudioError(.invalidParameter, "source limit \(sourceLimit) is outside 1...\(capacity)")
         }
         self.kind = kind
         self.sourceLimit = sourceLimit

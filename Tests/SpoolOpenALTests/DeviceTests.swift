@@ -165,6 +165,45 @@ struct DeviceTests {
         #expect(configuration.fileContents.contains("channels = stereo"))
         #expect(configuration.drivers == ["pulse", "alsa"])
         #expect(!OpenALConfiguration().fileContents.contains("period_size"))
+        #expect(!OpenALConfiguration().fileContents.contains("sources"))
+        #expect(OpenALConfiguration(sources: 1_000).fileContents.contains("sources = 1000"))
+        for bad in [0, -5, OpenALConfiguration.maximumSources + 1] {
+            #expect {
+                try OpenALConfiguration(sources: bad).validate()
+            } throws: { ($0 as? AudioError)?.code == .invalidParameter }
+        }
+    }
+
+    static let sourcesChildVariable = "SPOOL_TEST_OPENAL_SOURCES_CHILD"
+
+    /// A configuration's `sources` reaches OpenAL Soft: in a process of its own (it reads its
+    /// configuration once), a loopback device hands out 300 sources, all mixed; a device may
+    /// not ask for more than the configuration gave.
+    @Test func moreSourcesThanOpenALSoftsDefaultWhenTheConfigurationGivesThem() throws {
+        if ProcessInfo.processInfo.environment[Self.sourcesChildVariable] != nil {
+            try OpenALConfiguration(sources: 300).apply()
+            #expect(OpenALDevice.sourceCapacity == 300)
+            expectError(.invalidParameter) { _ = try makeLoopback(sourceLimit: 301) }
+            let device = try makeLoopback(sourceLimit: 300)
+            defer { device.close() }
+            let level: Float = 1.0 / 1_024
+            let voices = try (0..<300).map { _ in
+                let voice = try OpenALStreamingSource(device: device, format: stereo48)
+                try voice.enqueue(try pcm([Float](repeating: level, count: 4_096 * 2)))
+                try voice.start()
+                return voice
+            }
+            let mixed = try device.render(frames: 2_048).samples[(1_024 * 2)...]
+            #expect(mixed.allSatisfy { abs($0 - 300 * level) < 1e-4 }, "mixed \(mixed.first ?? 0)")
+            for voice in voices { voice.dispose() }
+            print("SPOOL-SOURCES 300 mixed")
+            return
+        }
+        #expect(OpenALConfiguration.current?.sources == nil || OpenALDevice.sourceCapacity > 256)
+        let (status, output) = try runInFreshProcess(filter: "moreSourcesThanOpenALSoftsDefault",
+                                                     environment: [Self.sourcesChildVariable: "1"])
+        #expect(status == 0, "the child process failed:\n\(output.suffix(1500))")
+        #expect(output.contains("SPOOL-SOURCES 300 mixed"), "\(output.suffix(800))")
     }
 
     /// The benchmark mixes what it says: every frame it times, and a mix whose level is that

@@ -32,7 +32,7 @@ package func benchmarkOpenALMix(voices: Int, seconds: Double, rate: Double, peri
                                channelCount: Int = 2, convertedShare: Double = 0.5, quality: ResamplingQuality = .default,
                                checkFrames: Int = 4800,
                                check: ((_ rendered: [Float], _ framesTimed: Int) -> Void)? = nil) throws -> (renderSeconds: Double, cpuSeconds: Double) {
-    guard (1...OpenALDevice.defaultSourceLimit).contains(voices), seconds.isFinite, seconds > 0,
+    guard (1...OpenALDevice.sourceCapacity).contains(voices), seconds.isFinite, seconds > 0,
           (1...2).contains(channelCount), (0...1).contains(convertedShare) else {
         throw AudioError(.invalidParameter, "mix benchmark needs 1...256 voices, a positive duration, 1 or 2 channels and a converted share in 0...1")
     }

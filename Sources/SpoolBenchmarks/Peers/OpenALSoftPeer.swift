@@ -80,8 +80,8 @@ package enum OpenALSoftPeer {
     package static func benchmarkMix(voices: Int, seconds: Double, deviceRate: Double, sourceRate: Double,
                                     periodFrames: Int, channelCount: Int = 2, convertedShare: Double = 1,
                                     resampler: Resampler) throws -> (renderSeconds: Double, cpuSeconds: Double) {
-        guard (1...OpenALDevice.defaultSourceLimit).contains(voices), seconds.isFinite, seconds > 0 else {
-            throw AudioError(.invalidParameter, "the OpenAL Soft mix needs 1...\(OpenALDevice.defaultSourceLimit) voices and a positive duration")
+        guard (1...OpenALDevice.sourceCapacity).contains(voices), seconds.isFinite, seconds > 0 else {
+            throw AudioError(.invalidParameter, "the OpenAL Soft mix needs 1...\(OpenALDevice.sourceCapacity) voices and a positive duration")
         }
         let device = try OpenALDevice(.loopback(OutputConfiguration(sampleRate: deviceRate, periodFrames: periodFrames)))
         defer { device.close() }
@@ -117,9 +117,9 @@ package enum OpenALSoftPeer {
     package static func playInRealTime(voices: Int, seconds: Double, settleSeconds: Double = 0,
                                       configuration: OutputConfiguration, sourceRate: Double, channelCount: Int = 2,
                                       convertedShare: Double = 1, resampler: Resampler) throws -> RealTimeRun {
-        guard (1...OpenALDevice.defaultSourceLimit).contains(voices), seconds.isFinite, seconds > 0,
+        guard (1...OpenALDevice.sourceCapacity).contains(voices), seconds.isFinite, seconds > 0,
               settleSeconds.isFinite, settleSeconds >= 0 else {
-            throw AudioError(.invalidParameter, "the OpenAL Soft run needs 1...\(OpenALDevice.defaultSourceLimit) voices, "
+            throw AudioError(.invalidParameter, "the OpenAL Soft run needs 1...\(OpenALDevice.sourceCapacity) voices, "
                              + "a positive duration and a settling time of 0 or more")
         }
         let device = try OpenALDevice(.null(configuration))
