@@ -21,6 +21,7 @@ package enum BenchCommand {
                 ('spool bench latency --help' tells more)
           mix [--voices N] [--seconds S] [--period FRAMES] [--converted SHARE] [--runs N]
               [--quality fast|balanced|high|all] [--backends queue,openal,openal-soft] [--limiter] [--json PATH]
+              [--chart PATH.svg]
                 the buffer-queue engine and the OpenAL back-end mixing N voices offline at each
                 resampling quality (--converted SHARE of them rate-converted, default 0.5;
                 median of --runs N, the sides alternating run by run), against OpenAL Soft
@@ -28,7 +29,7 @@ package enum BenchCommand {
                 in the same run; --limiter adds the queue engine with its output limiter on,
                 the mix past full scale, and what the limiter costs
           capacity [--seconds S] [--quality fast|balanced|high|all] [--max N]
-              [--backends queue,openal,openal-soft] [--json PATH]
+              [--backends queue,openal,openal-soft] [--json PATH] [--chart PATH.svg]
                 the most voices each back-end plays in real time on the null device (256 × 3
                 frames, 48 kHz), every voice converted from 44.1 kHz, with no underrun or late
                 period over S s (default 20), at each quality; OpenAL Soft with its matching

@@ -44,7 +44,7 @@ enum CapacityBench {
     static let configuration = OutputConfiguration(sampleRate: 48_000, channelCount: 2, periodFrames: 256, periodCount: 3)
 
     static func run(_ words: [String]) throws {
-        guard let bench = try BenchInvocation(words, valued: ["seconds", "quality", "max", "backends"]) else { return }
+        guard let bench = try BenchInvocation(words, valued: ["seconds", "quality", "max", "backends", "chart"]) else { return }
         let args = bench.arguments
         let seconds = try args.double("seconds", in: 1...600) ?? 20
         let maximum = try args.int("max", in: 1...4096) ?? 256
@@ -133,6 +133,15 @@ enum CapacityBench {
                 print("\(quality): \(r.backend) / OpenAL Soft \(peer.resampler): \(bound)"
                       + String(format: "%.2f×", Double(r.voices) / Double(peer.voices)))
             }
+        }
+        if let chart = args.string("chart") {
+            try BarChart(title: "Voices sustained in real time, every one converted (44.1 → 48 kHz)",
+                         subtitle: "on the null device at 256 × 3 frames, \(String(format: "%g", seconds)) s each; "
+                             + "hollow: the side stopped at --max \(maximum), not by failing; observed",
+                         axis: "voices", bars: rows.map { r in
+                             BarChart.Bar(group: r.quality, series: r.backend == "openal-soft" ? "OpenAL Soft" : r.backend,
+                                          value: Double(r.voices), atLeast: r.failedAt == nil)
+                         }).write(to: chart)
         }
         try bench.writeReport(rows)
     }

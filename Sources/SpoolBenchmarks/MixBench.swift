@@ -49,10 +49,10 @@ enum MixBench {
 
     static func run(_ words: [String]) throws {
         guard let bench = try BenchInvocation(
-            words, valued: ["voices", "seconds", "period", "converted", "runs", "quality", "backends"], switches: ["limiter"]
+            words, valued: ["voices", "seconds", "period", "converted", "runs", "quality", "backends", "chart"], switches: ["limiter"]
         ) else { return }
         let args = bench.arguments
-        let voices = try args.int("voices", in: 1...64) ?? 16
+        let voices = try args.int("voices", in: 1...256) ?? 16
         let seconds = try args.double("seconds", in: 0.1...600) ?? 10
         let period = try args.int("period", in: 64...8192) ?? 512
         let share = try args.double("converted", in: 0...1) ?? 0.5
@@ -132,6 +132,15 @@ enum MixBench {
                       + String(format: "%+.1f%% CPU time (%+.3f ms per second of audio)", (with.cpuSeconds / without.cpuSeconds - 1) * 100,
                                (with.cpuSeconds - without.cpuSeconds) / seconds * 1000))
             }
+        }
+        if let chart = args.string("chart") {
+            try BarChart(title: "Mixing speed: seconds of audio mixed per second (× real time)",
+                         subtitle: "\(voices) voices, \(Int((share * 100).rounded())) % converted 44.1 → 48 kHz, "
+                             + "median of \(runs) alternating runs; observed",
+                         axis: "× real time", bars: rows.map { r in
+                             BarChart.Bar(group: r.quality, series: r.backend == "openal-soft" ? "OpenAL Soft" : r.backend,
+                                          value: r.realTimeFactor)
+                         }).write(to: chart)
         }
         try bench.writeReport(rows)
     }
