@@ -189,7 +189,6 @@ extension AudioSession {
         state.withLock { $0.watched[id]?.backend.backend }
     }
 
-    /// The output `id` went away: its players pause, once, and a route change says so.
     /// A player's voice on `backend` ended because its device went away: the session takes
     /// the loss in now (its route change included) when the output's own report has not
     /// reached it yet, and not a second time when it comes.
@@ -199,6 +198,7 @@ extension AudioSession {
         outputGone(id, device: nil)
     }
 
+    /// The output `id` went away: its players pause, once, and a route change says so.
     private func outputGone(_ id: ObjectIdentifier, device: String?) {
         let (first, route, players) = state.withLock { s -> (Bool, Route, [any AudioSessionParticipant]) in
             let first = s.lost.insert(id).inserted
