@@ -46,9 +46,7 @@ final class MP3Decoder: AudioDecoder {
             warnings.append(DecodeWarning(kind: .skippedCorruptData, byteOffset: region.lowerBound, byteCount: region.count))
         }
         for frame in stream.starvedFrames {
-            warnings.append(DecodeWarning(
-                kind: .missingData, byteOffset: frame.offset, byteCount: frame.missingBytes,
-                detail: MPEGPacketDecoder.starvedFrameDetail(missing: frame.missingBytes)))
+            warnings.append(LayerIIIReservoir.warning(at: frame.offset, missing: frame.missingBytes))
         }
         if stream.isTruncated {
             warnings.append(DecodeWarning(kind: .truncated, byteOffset: stream.truncatedFrameAt ?? stream.audioEnd,

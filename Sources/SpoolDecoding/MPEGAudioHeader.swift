@@ -117,6 +117,13 @@ struct LayerIIIReservoir {
         held = min(Self.cap, held + max(0, header.frameBytes - sideInfo - header.sideInfoBytes))
         return told
     }
+
+    /// The damage a frame at `offset` that reaches `missing` bytes past the reservoir is.
+    static func warning(at offset: Int, missing: Int) -> DecodeWarning {
+        DecodeWarning(kind: .missingData, byteOffset: offset, byteCount: missing,
+                      detail: "the MPEG frame there reaches \(missing) bytes further back than the frames before it hold "
+                          + "(its bit reservoir), so it cannot be decoded and plays as silence")
+    }
 }
 
 /// The header frame an encoder may put before the audio: Xing/Info (LAME writes `Info` for

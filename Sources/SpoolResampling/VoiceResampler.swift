@@ -326,7 +326,6 @@ package final class VoiceResampler {
     func reuse(quality: ResamplingQuality) {
         setQuality(quality)
         varispeedTarget = ratio
-        mode = .fixed
         ring.clear(at: 0)  // the ring's count from where a new one's starts
         restart(timeline: 0, playbackRate: 1)
     }

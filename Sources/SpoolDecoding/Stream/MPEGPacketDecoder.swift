@@ -18,12 +18,6 @@ final class MPEGPacketDecoder: StreamPacketDecoder {
     /// The bit reservoir of the frames fed since the start or the last discontinuity.
     private var reservoir = LayerIIIReservoir()
 
-    /// What a frame that reaches back past the bit reservoir is said to be.
-    static func starvedFrameDetail(missing: Int) -> String {
-        "the MPEG frame there reaches \(missing) bytes further back than the frames before it hold "
-            + "(its bit reservoir), so it cannot be decoded and plays as silence"
-    }
-
     /// Makes a decoder for packets of `dataFormat`.
     /// - Throws: `.libraryFailure` when libmpg123 cannot be set up.
     init(_ dataFormat: StreamDataFormat) throws {
@@ -48,8 +42,7 @@ final class MPEGPacketDecoder: StreamPacketDecoder {
         guard !packet.bytes.isEmpty else { return 0 }
         if let header = MPEGAudioHeader(packet.bytes),
            let missing = reservoir.take(header, byte: { $0 < packet.bytes.count ? packet.bytes[$0] : nil }) {
-            warnings.append(DecodeWarning(kind: .missingData, byteOffset: packet.byteOffset, byteCount: missing,
-                                          detail: Self.starvedFrameDetail(missing: missing)))
+            warnings.append(LayerIIIReservoir.warning(at: packet.byteOffset, missing: missing))
         }
         let fed = packet.bytes.withUnsafeBufferPointer { mpg123_feed(handle.raw, $0.baseAddress, $0.count) }
         try handle.check(fed)
