@@ -133,7 +133,7 @@ let package = Package(
                 dependencies: ["SpoolCore", "SpoolOutput", "SpoolBufferQueue", "SpoolOpenAL", "CAllocationCounter"],
                 path: "Tests/SpoolTestSupport"),
         // Real HTTP servers for the streaming tests: nginx, a response-cutting proxy, an ICY station.
-        .target(name: "HTTPTestSupport", path: "Tests/HTTPTestSupport"),
+        .target(name: "HTTPTestSupport", dependencies: ["SpoolCore"], path: "Tests/HTTPTestSupport"),
         // The proof that each of those servers answers as its streaming tests will expect.
         .testTarget(name: "HTTPTestSupportTests", dependencies: ["HTTPTestSupport"], path: "Tests/HTTPTestSupportTests"),
     ],

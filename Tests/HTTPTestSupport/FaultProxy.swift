@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import SpoolCore
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -20,7 +20,7 @@ public final class FaultProxy: Sendable {
             var connectionCount = 0
             var requests: [String] = []
         }
-        let state = Mutex(State())
+        let state = Locked(State())
     }
 
     /// The port the proxy listens on.

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import SpoolCore
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -24,7 +24,7 @@ public final class ICYServer: Sendable {
         let titles: [(atByte: Int, title: String)]
         let bytesPerSecond: Int?
         let contentType: String
-        let requestHeaders = Mutex<[[String: String]]>([])
+        let requestHeaders = Locked<[[String: String]]>([])
 
         init(body: [UInt8], metaInterval: Int, titles: [(atByte: Int, title: String)], bytesPerSecond: Int?,
              contentType: String)

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import SpoolCore
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -32,7 +32,7 @@ public final class NginxServer: Sendable {
     /// The port the server listens on.
     public let port: Int
     /// nginx's process, until it is stopped.
-    private let process: Mutex<pid_t?>
+    private let process: Locked<pid_t?>
 
     /// The nginx the servers run: Debian's (`apt-get install nginx`, see scripts/setup.sh).
     public static let executable = "/usr/sbin/nginx"
@@ -55,7 +55,7 @@ public final class NginxServer: Sendable {
         do {
             let (port, pid) = try Self.launch(root: root, directory: directory)
             self.port = port
-            process = Mutex(pid)
+            process = Locked(pid)
         } catch {
             try? FileManager.default.removeItem(at: directory)
             throw error

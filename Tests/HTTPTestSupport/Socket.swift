@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Synchronization
+import SpoolCore
 
 /// The socket calls the servers share: TCP on 127.0.0.1 only, every descriptor close-on-exec
 /// and non-blocking, every wait bounded by a timeout and cut short by a `WakeSignal`.
@@ -20,7 +20,7 @@ enum Socket {
     /// `accept` and `pipe` cannot mark theirs atomically here (`accept4` and `pipe2` are not in
     /// Swift's Glibc module), and a proxy connection nginx inherited would stay open in nginx
     /// after the proxy closed it.
-    static let inheritanceLock = Mutex(())
+    static let inheritanceLock = Locked(())
 
     /// Opens a listening socket on 127.0.0.1 at a port the system picks.
     /// - Returns: The descriptor (non-blocking) and the port.

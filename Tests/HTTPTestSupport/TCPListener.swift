@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Synchronization
+import SpoolCore
 
 /// The listening half the fault proxy and the ICY server share: a socket on 127.0.0.1 at a
 /// port of the system's choosing, an accepting thread, and a thread per connection that runs
@@ -26,7 +26,7 @@ final class TCPListener: Sendable {
     let port: Int
     private let descriptor: Int32
     private let wake: WakeSignal
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// Starts listening and accepting.
     /// - Parameter handler: Runs once for each connection, on a thread of its own.

@@ -158,7 +158,10 @@ struct StreamingRealTimeTests {
     /// is every frame of the file once, in order, none faded.
     @Test("a stall is buffered: silence while the audio has not arrived, then every frame on from the next", arguments: Backend.allCases)
     func aStallIsBufferedWithoutLosingAFrame(_ kind: Backend) throws {
-        let station = try StreamingPlayerTests.Station(seconds: 2.5)
+        // 4 s at half rate arrive over 8 s; playing starts at about 2 s (a second of audio in)
+        // and would end at 6 s without a stall: 2 s of margin for a slow start under load
+        // (with 2.5 s of audio the margin was 0.5 s, and a loaded run once missed the stall).
+        let station = try StreamingPlayerTests.Station(seconds: 4)
         let rig = try Rig(kind, rate: 22_050)
         let queue = DispatchQueue(label: "test.streaming.events")
         let player = try AudioPlayer(contentsOf: station.url(atShareOfBitRate: 0.5), backend: rig.backend, eventQueue: queue)
