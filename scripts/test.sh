@@ -26,7 +26,7 @@ bounded() {
 }
 # The suites that time a real sound server or a real-time device run on their own after the rest, so that the rest's
 # parallel work does not steal their real-time threads' wake-ups.
-realtime='SoundServerTests|PulseAudioTests|SoundServerEventTests|PulseAudioRewindTests|PlaySessionTests|NativeOutputToolTests|PlaylistAnnouncementTests|StreamingRealTimeTests'
+realtime='SoundServerTests|PulseAudioTests|SoundServerEventTests|PulseAudioRewindTests|PlaySessionTests|NativeOutputToolTests|PlaylistAnnouncementTests|StreamingRealTimeTests|SlowDecoderTests'
 # The test servers' own suites (nginx, the fault proxy, the ICY server) wait on URLSession
 # from async tests: on two cores the rest's blocking tests can hold the cooperative threads
 # past their time limits, so they run on their own too (a few seconds).

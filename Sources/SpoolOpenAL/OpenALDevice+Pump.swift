@@ -7,10 +7,11 @@ import Synchronization
 extension OpenALDevice {
     /// One service pass over every source: checks the device is still connected, then lets
     /// each voice unqueue, refill, restart and move its ramps on; runs the handler calls that
-    /// fell due after releasing the lock, on the calling thread.
+    /// fell due after releasing the lock, on the calling thread, or, when `handlers` is given,
+    /// hands them to that thread.
     /// - Returns: false once the device is closed or lost (the pump then ends).
     @discardableResult
-    func serviceVoices() -> Bool {
+    func serviceVoices(handlers: HandlerThread? = nil) -> Bool {
         let outcome: (Deliveries, Bool)
         do {
             outcome = try perform { s -> (Deliveries, Bool) in
@@ -31,7 +32,7 @@ extension OpenALDevice {
             return false
         }
         if !outcome.1 { stopNullDevice() }
-        outcome.0.run()
+        if let handlers { handlers.post(outcome.0) } else { outcome.0.run() }
         return outcome.1
     }
 
@@ -95,7 +96,7 @@ final class PumpThread: Sendable {
             while !stopped.load(ordering: .acquiring) {
                 _ = wakeup.wait(timeout: .now() + interval)
                 if stopped.load(ordering: .acquiring) { break }
-                guard let device, load.measure({ device.serviceVoices() }) else { break }
+                guard let device, load.measure({ device.serviceVoices(handlers: device.handlers) }) else { break }
             }
         }
         thread.start()
@@ -105,6 +106,48 @@ final class PumpThread: Sendable {
     func wake() { wakeup.signal() }
 
     /// Ends the thread after its current pass; never waits (it may be called on the thread itself).
+    func stop() {
+        stopped.store(true, ordering: .releasing)
+        wakeup.signal()
+    }
+}
+
+/// Where the handler calls of the pump's passes run: a thread of the device's own, so that a
+/// handler that takes long (a feeder whose decoder stalls while it refills its voice) holds
+/// up neither the pump, which converts and queues every streaming voice's audio, nor any
+/// other voice. The calls run in the order the passes made them.
+final class HandlerThread: Sendable {
+    private let pending = Locked<[Deliveries]>([])
+    private let wakeup = DispatchSemaphore(value: 0)
+    private let stopped = Atomic<Bool>(false)
+    /// The thread's `pthread_self()`, 0 until it runs: tests check where handlers run.
+    let threadID = Atomic<UInt>(0)
+
+    func start() {
+        let running = ServiceThreads.starting(stop: { [self] in stop() })
+        let thread = Thread { [self] in
+            defer { ServiceThreads.ended(running) }
+            threadID.store(UInt(pthread_self()), ordering: .releasing)
+            Thread.current.name = "spool-al-calls"
+            while true {
+                wakeup.wait()
+                let batches = pending.withLock { p in defer { p = [] }; return p }
+                for deliveries in batches { deliveries.run() }
+                if stopped.load(ordering: .acquiring) { break }
+            }
+        }
+        thread.start()
+    }
+
+    /// Runs `deliveries` on the thread, after those posted before.
+    func post(_ deliveries: Deliveries) {
+        guard !deliveries.isEmpty else { return }
+        pending.withLock { $0.append(deliveries) }
+        wakeup.signal()
+    }
+
+    /// Ends the thread once it has run what was posted; never waits (it may be called on the
+    /// thread itself).
     func stop() {
         stopped.store(true, ordering: .releasing)
         wakeup.signal()

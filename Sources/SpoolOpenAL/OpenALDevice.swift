@@ -18,8 +18,9 @@ import Synchronization
 /// **Threads.** AL calls run in batches under the device's lock, with the context made
 /// current on the calling thread only (`alcSetThreadContext`, see `ContextHandle`), so any
 /// thread may call any method. OpenAL Soft mixes on a thread of its own for the sound
-/// server; Spool's code never runs there. Voices' handlers run on the device's pump thread,
-/// or, on a loopback device, on the thread that calls `render`.
+/// server; Spool's code never runs there. Voices' handlers run on a thread of the device's
+/// own, never on the pump thread that converts and queues every voice's audio (a slow handler
+/// holds up no voice but its own), or, on a loopback device, on the thread that calls `render`.
 ///
 /// The corresponding OpenAL calls are `alcOpenDevice`, `alcLoopbackOpenDeviceSOFT`,
 /// `alcCreateContext`, `alcDestroyContext` and `alcCloseDevice`.
@@ -110,6 +111,8 @@ public final class OpenALDevice: Sendable {
     let retired = Locked(Retired())
     let eventHandler = Locked<(@Sendable (OutputDeviceEvent) -> Void)?>(nil)
     let pump = PumpThread()
+    /// Where the pump's handler calls run (a device that mixes in real time).
+    let handlers = HandlerThread()
     private let streamingLeadMicroseconds = Atomic<Int>(40_000)
     /// Spool's null device: the shared clock-paced `NullDevice`, rendering this loopback
     /// device through `LoopbackRenderer`; nil for other kinds.
@@ -252,8 +255,10 @@ public final class OpenALDevice: Sendable {
         case .systemDefault, .named:
             // Half an update, so that a buffer played out is refilled well before the next one
             // is due; at least 2 ms and at most 10 ms.
+            handlers.start()
             pump.start(device: self, interval: min(0.010, max(0.002, Double(updateNanoseconds) * 0.5e-9)))
         case .null:
+            handlers.start()
             pump.start(device: self, interval: 0.010)
             try startNullDevice()
         case .loopback:
@@ -262,12 +267,14 @@ public final class OpenALDevice: Sendable {
     }
 
     deinit {
-        // The last reference may go on the device's own pump or clock thread, which holds the
-        // device while it services or renders it: the device is then closed on a queue of the
-        // library's, not on a thread its closing stops.
+        // The last reference may go on the device's own pump, handler or clock thread, which
+        // holds the device while it services or renders it or runs a handler: the device is
+        // then closed on a queue of the library's, not on a thread its closing stops.
         let current = UInt(pthread_self())
         let onOwnThread = pump.threadID.load(ordering: .acquiring) == current || nullRenderThreadID == current
+            || handlers.threadID.load(ordering: .acquiring) == current
         pump.stop()
+        handlers.stop()
         stopNullDevice()
         // No voice or static buffer holds the device any more: every source is free or
         // retired. Delete what OpenAL still holds before the handles close the context and
@@ -392,7 +399,7 @@ public final class OpenALDevice: Sendable {
     /// empty on a loopback device, whose passes run on the rendering thread.
     public var pumpLoad: PumpLoad { pump.load }
 
-    /// Sets what to call, on the pump thread (or a loopback device's rendering thread), when
+    /// Sets what to call, on the device's handler thread (or a loopback device's rendering thread), when
     /// the device is lost (`OutputDeviceEvent.deviceLost`).
     /// - Parameter handler: The handler, or `nil` to stop listening.
     public func setEventHandler(_ handler: (@Sendable (OutputDeviceEvent) -> Void)?) {

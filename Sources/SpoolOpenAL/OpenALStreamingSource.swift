@@ -11,8 +11,8 @@ import Synchronization
 /// result on the source a few mixer updates ahead (`alBufferData`, `alSourceQueueBuffers`),
 /// and the pump unqueues what OpenAL has played (`AL_BUFFERS_PROCESSED`,
 /// `alSourceUnqueueBuffers`) and refills. Each `PCMBuffer` is handed back once its last
-/// frame has been converted, on the pump thread (or a loopback device's rendering thread),
-/// never on OpenAL's mixer thread.
+/// frame has been converted, on the device's handler thread after the pump's pass (or on a
+/// loopback device's rendering thread), never on OpenAL's mixer thread nor on the pump's.
 ///
 /// It is the OpenAL back-end's `PlaybackVoice`, and behaves as `PlaybackVoice` describes, call
 /// by call and state by state, exactly as a `BufferQueue` does.
@@ -309,8 +309,8 @@ public final class OpenALStreamingSource: PlaybackVoice, SourceOwner, PlayedOutF
 
     /// Leaves the handler calls a call that goes on playing made (buffers it converted to
     /// their end, which can be several when they are shorter than the lead) to the next
-    /// service pass, so that they run on the pump thread, or during a loopback device's render
-    /// call, as every other handback does: never on the thread of `enqueue` or `start`.
+    /// service pass, so that they run on the device's handler thread, or during a loopback
+    /// device's render call, as every other handback does: never on the thread of `enqueue` or `start`.
     private func handToService() {
         guard outbox.withLock({ !$0.calls.isEmpty }), !device.rendersOnDemand else { return }
         device.pump.wake()

@@ -95,18 +95,20 @@ struct DeviceTests {
         #expect(latencies.allSatisfy { $0.reported }, "the null device's latency is its clock's, always known")
         #expect(voice.underrunCount == 0)
         #expect(device.renderedFrames > Int(0.3 * 48_000))
-        // On the pump thread, never on the thread that renders (the null device's mixer).
+        // On the device's handler thread: never on the pump, which refills every voice, nor
+        // on the thread that renders (the null device's mixer).
+        let handlerThread = device.handlers.threadID.load(ordering: .acquiring)
         let pumpThread = device.pump.threadID.load(ordering: .acquiring)
         let mixerThread = device.nullRenderThreadID
-        #expect(threads.withLock { $0 } == [pumpThread])
-        #expect(pumpThread != mixerThread && mixerThread != 0)
+        #expect(threads.withLock { $0 } == [handlerThread])
+        #expect(handlerThread != pumpThread && handlerThread != mixerThread && mixerThread != 0 && pumpThread != 0)
         return true
     }
 
     /// `start` and `enqueue` convert up to the lead at once; buffers shorter than the lead are
-    /// converted to their end there, and are still handed back on the pump thread, as on the
+    /// converted to their end there, and are still handed back on the handler thread, as on the
     /// queue engine's callback thread, never on the thread that called.
-    @Test func buffersConvertedByAControlCallAreHandedBackOnThePumpThread() throws {
+    @Test func buffersConvertedByAControlCallAreHandedBackOnTheHandlerThread() throws {
         let backend = try OpenALBackend(.null(OutputConfiguration(sampleRate: 48_000, periodFrames: 480, periodCount: 3)))
         let device = backend.device
         defer { device.close() }
@@ -120,10 +122,10 @@ struct DeviceTests {
         let deadline = HostTime.now() + HostTime.nanoseconds(2)
         while threads.withLock({ $0.count }) < 48, HostTime.now() < deadline { Thread.sleep(forTimeInterval: 0.01) }
         try voice.stop(immediately: true)
-        let pumpThread = device.pump.threadID.load(ordering: .acquiring)
+        let handlerThread = device.handlers.threadID.load(ordering: .acquiring)
         let seen = threads.withLock { $0 }
         #expect(seen.count == 48)
-        #expect(Set(seen) == [pumpThread], "handed back on \(Set(seen).count) threads; the caller's: \(seen.contains(UInt(pthread_self())))")
+        #expect(Set(seen) == [handlerThread], "handed back on \(Set(seen).count) threads; the caller's: \(seen.contains(UInt(pthread_self())))")
     }
 
     @Test func aLostDeviceStopsItsVoicesReportsAndMakesWayForAnother() throws {
