@@ -86,3 +86,20 @@ write("wav-list-claims-4gib.wav", bytes.fromhex(
     "fffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7ffffffffffffffffffffffffffffff"
     "ffffffffffffffffff380000004900000000000101d90000005370537472690b6e004100674d0053706f6f6c20546573"
     "740000495052440900006946007874757265730000646174618858010037000f13f12342aaaa"))
+
+# FLAC whose VORBIS_COMMENT block claims 20 bytes fewer than it holds: where the next block
+# header should be, the comment's last bytes read as a header of reserved type 16. libFLAC
+# (and so libsndfile) refuses the file whole; its audio frames are intact. Whole, and cut to
+# four fifths of its length (its last frame cut short).
+flac = bytearray(open(os.path.join(here, "flac-44100-stereo-s16.flac"), "rb").read())
+at = 4
+while True:
+    last, kind = flac[at] & 0x80, flac[at] & 0x7F
+    size = int.from_bytes(flac[at + 1:at + 4], "big")
+    if kind == 4:
+        flac[at + 1:at + 4] = (size - 20).to_bytes(3, "big")
+    at += 4 + size
+    if last:
+        break
+write("flac-short-block.flac", bytes(flac))
+write("flac-short-block-cut.flac", bytes(flac[:len(flac) * 4 // 5]))

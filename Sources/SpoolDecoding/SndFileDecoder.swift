@@ -231,8 +231,60 @@ extension DecoderFactory {
         },
         open: { source in
             if let mpeg = try MPEGInWAV.open(source) { return mpeg }
-            return try SndFileDecoder(source: source)
+            do {
+                return try SndFileDecoder(source: source)
+            } catch let refusal as AudioError {
+                if let salvaged = try? FLACSalvage.open(source) { return salvaged }
+                throw refusal
+            }
         })
+}
+
+/// A FLAC file that libsndfile (libFLAC's metadata reader) refuses whole, such as one whose
+/// metadata block is shorter than its contents, is read by Spool's FLAC stream parser instead,
+/// which takes its audio frames by their checked headers and reports the damage it went past
+/// (`FLACStreamParser`). Its count is then STREAMINFO's claim until the end is decoded.
+enum FLACSalvage {
+    static func open(_ source: AudioSource) throws -> (any AudioDecoder)? {
+        let reader = try ByteReader(source: source)
+        guard reader.bytes(at: 0, count: 4).elementsEqual("fLaC".utf8) else { return nil }
+        let decoder = try StreamingDecoder(
+            name: source.name, typeHint: "flac",
+            reader: { buffer in
+                guard let base = buffer.baseAddress else { return 0 }
+                let count = reader.read(into: base, count: buffer.count)
+                guard count >= 0 else { throw AudioError(.readFailed, "\(source.name): cannot read") }
+                return count
+            },
+            seeker: { offset in
+                guard reader.seek(offset, whence: SEEK_SET) == offset else {
+                    throw AudioError(.readFailed, "\(source.name): cannot move to byte \(offset)")
+                }
+            })
+        return ClaimedCount(decoder)
+    }
+}
+
+/// A decoder whose count is a header's claim until its end is decoded, whatever the inner
+/// decoder would say (the stream parser takes STREAMINFO's total as exact).
+final class ClaimedCount: AudioDecoder {
+    private let inner: any AudioDecoder
+    private var reachedEnd = false
+
+    init(_ inner: any AudioDecoder) { self.inner = inner }
+
+    var info: AudioFileInfo { inner.info }
+    var format: AudioFormat { inner.format }
+    var frameCount: Int { inner.frameCount }
+    var isFrameCountExact: Bool { reachedEnd && inner.isFrameCountExact }
+    var position: Int { inner.position }
+    var warnings: [DecodeWarning] { inner.warnings }
+    func read(into buffer: UnsafeMutableBufferPointer<Float>) throws -> Int {
+        let frames = try inner.read(into: buffer)
+        if frames == 0 { reachedEnd = true }
+        return frames
+    }
+    func seek(toFrame frame: Int) throws { try inner.seek(toFrame: frame) }
 }
 
 /// MPEG audio inside a WAV file (format tags 0x0050 and 0x0055, as some encoders write it) is

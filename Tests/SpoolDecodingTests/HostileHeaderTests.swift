@@ -89,4 +89,38 @@ struct HostileHeaderTests {
         #expect(decoder.warnings.contains { $0.kind == .skippedCorruptData })
         #expect(pcm.frameCount == decoder.frameCount || !decoder.isFrameCountExact)
     }
+
+    /// A FLAC file whose comment block is shorter than its contents: libFLAC's metadata
+    /// reader, and so libsndfile, refuses it whole; Spool plays its frames, which are intact,
+    /// and says what it went past (and, cut short, where it ends). The same from the file
+    /// decoder, from memory and from the stream decoder fed a byte at a time.
+    @Test(arguments: [false, true])
+    func aFLACWithAShortMetadataBlockPlaysItsFrames(memory: Bool) throws {
+        let original = try DecoderRegistry.shared.open(path: Fixtures.path("flac-44100-stereo-s16.flac")).decodeAll()
+        let samples = original.withUnsafeSamples(Array.init)
+        for (name, frames) in [("flac-short-block.flac", 22_050), ("flac-short-block-cut.flac", 12_288)] {
+            let decoder = try DecoderRegistry.shared.open(try source(name, memory: memory))
+            #expect(decoder.frameCount == 22_050 && !decoder.isFrameCountExact, "STREAMINFO's claim, not verified")
+            let pcm = try decoder.decodeAll()
+            #expect(pcm.frameCount == frames, "\(name)")
+            #expect(decoder.frameCount == frames, "counted once decoded")
+            #expect(pcm.withUnsafeSamples(Array.init) == Array(samples.prefix(frames * 2)), "\(name): the original's frames")
+            let warnings = decoder.warnings
+            #expect(warnings.first?.kind == .skippedCorruptData && warnings.first?.byteOffset == 108, "\(warnings)")
+            #expect(warnings.first?.description.contains("FLAC metadata is damaged at byte 108") == true, "\(warnings)")
+            #expect(warnings.dropFirst().map(\.kind) == (frames < 22_050 ? [.truncated] : []), "\(name): \(warnings)")
+
+            let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: Fixtures.path("hostile/\(name)"))))
+            var offset = 0
+            let streamed = try StreamingDecoder(name: name) { buffer in
+                guard offset < bytes.count, buffer.count > 0 else { return 0 }
+                buffer[0] = bytes[offset]
+                offset += 1
+                return 1
+            }
+            let fromStream = try streamed.decodeAll()
+            #expect(fromStream.withUnsafeSamples(Array.init) == Array(samples.prefix(frames * 2)), "\(name), streamed")
+            #expect(streamed.warnings.map(\.kind) == warnings.map(\.kind), "\(name), streamed: \(streamed.warnings)")
+        }
+    }
 }

@@ -9,6 +9,12 @@ import SpoolCore
 /// SEEKTABLE gives exact seek points; VORBIS_COMMENT gives the tags. Every other block
 /// (PICTURE, PADDING, APPLICATION, …) is skipped as it arrives, whatever size it claims.
 ///
+/// Damaged metadata: once STREAMINFO has been read, a block header that no encoder writes (a
+/// reserved type, 7…127, or a second STREAMINFO: what a block shorter than its contents leaves
+/// where the next header should be) ends the metadata there; the frames are looked for from
+/// that byte on, by their checked headers, and the bytes before the first one are reported
+/// (libFLAC and libsndfile refuse such a file whole; ffmpeg, as Spool, plays its frames).
+///
 /// Damage: bytes between frames that are no frame are dropped, so the next packet's
 /// `byteOffset` does not follow the last one's end, which `FLACPacketDecoder` reports as
 /// skipped data; a frame whose CRC-16 fails but whose successor is where it should be is
@@ -47,6 +53,12 @@ struct FLACStreamParser: StreamFormatParser {
     private var packetCount = 0
     private var largestPacket = 0
     private var hadDiscontinuity = false
+    /// Where damaged metadata ended the metadata (the frames are looked for from there), and
+    /// the report of the bytes up to the first frame once it is found.
+    private var salvagedFrom: Int?
+    private var metadataDamage: DecodeWarning?
+    /// The stream's end, when it comes inside a frame or short of STREAMINFO's total.
+    private var truncation: DecodeWarning?
 
     /// Makes a parser; `tags` are those of any ID3v2 tag in front of `fLaC`.
     init(leadingTags tags: AudioTags) throws {
@@ -72,6 +84,13 @@ struct FLACStreamParser: StreamFormatParser {
             guard let head = input.peek(4).map(Array.init) else { return false }
             let type = Int(head[0] & 0x7F), size = Int(head[1]) << 16 | Int(head[2]) << 8 | Int(head[3])
             let at = input.offset
+            if info != nil, type == 0 || type >= 7 {
+                // No encoder writes this: the block before it was shorter than its contents.
+                salvagedFrom = at
+                try beginFrames(at: at, &events)
+                confirmed = false
+                return true
+            }
             guard type != 127 else { throw AudioError(.corruptData, "the FLAC metadata block at byte \(at) has the invalid type 127") }
             if info == nil, type != 0 {
                 throw AudioError(.corruptData, "the FLAC stream's first metadata block (at byte \(at)) is of type \(type), not STREAMINFO")
@@ -178,6 +197,12 @@ struct FLACStreamParser: StreamFormatParser {
                 case .valid(let header):
                     if i > 0 { confirmed = false }
                     input.consume(i)
+                    if let from = salvagedFrom, metadataDamage == nil {
+                        metadataDamage = DecodeWarning(
+                            kind: .skippedCorruptData, byteOffset: from, byteCount: input.offset - from,
+                            detail: "the FLAC metadata is damaged at byte \(from) (a block shorter than its contents); "
+                                + "the audio frames from byte \(input.offset) on are decoded")
+                    }
                     start(header, input)
                     return true
                 case .needMore where !input.isFinished:
@@ -328,16 +353,24 @@ struct FLACStreamParser: StreamFormatParser {
 
     mutating func finish(_ input: inout StreamInput, _ events: inout StreamEvents) throws {
         guard let info, events.properties.readyToProducePackets else { return }
+        let streamEnd = input.offset + input.count
+        var cutShort = false
         if let frame = current, input.count > 0 {
             if crc == 0 {
                 deliver(input.count, frame, checked: true, &input, &events)
             } else if let end = firstCRCMatch(input) {
                 deliver(end, frame, checked: true, &input, &events)
+            } else {
+                // The last frame was cut short: libFLAC would not decode it either.
+                cutShort = true
             }
-            // Otherwise the last frame was cut short: libFLAC would not decode it either.
             current = nil
         }
         guard !hadDiscontinuity, let end = deliveredEnd ?? firstFrameOffset.map({ ($0, 0) }) else { return }
+        // A stream that ends inside a frame, or short of the total STREAMINFO states, is cut short.
+        if cutShort || (info.totalFrames > 0 && end.frame < info.totalFrames) {
+            truncation = DecodeWarning(kind: .truncated, byteOffset: streamEnd, byteCount: 0)
+        }
         events.set(.audioDataPacketCount, \.audioDataPacketCount, packetCount)
         if let first = firstFrameOffset { events.set(.audioDataByteCount, \.audioDataByteCount, end.offset - first) }
         let frames = info.totalFrames > 0 ? min(info.totalFrames, end.frame) : end.frame
@@ -349,6 +382,9 @@ struct FLACStreamParser: StreamFormatParser {
     }
 
     // MARK: - Seeking
+
+    /// The damaged metadata gone past and a cut-short end, if any.
+    var warnings: [DecodeWarning] { [metadataDamage, truncation].compactMap { $0 } }
 
     func seekPoint(toFrame frame: Int, _ properties: StreamProperties) throws -> StreamSeekPoint {
         guard let info, let first = firstFrameOffset else {
