@@ -120,15 +120,7 @@ enum EffectsBench {
     /// each resampling level.
     private static func measureCreation(_ name: String, count: Int) throws -> [CreationRow] {
         let configuration = OutputConfiguration(sampleRate: 48_000, channelCount: 2, periodFrames: 256, periodCount: 2)
-        let backend: any PlaybackBackend
-        let renderer: any OfflineRendering
-        if name == "queue" {
-            let device = try OfflineDevice(configuration: configuration)
-            (backend, renderer) = (try BufferQueueBackend(device: device), device)
-        } else {
-            let device = try OpenALDevice(.loopback(configuration))
-            (backend, renderer) = (OpenALBackend(device: device), device)
-        }
+        let (backend, renderer) = try OfflineBackend.open(name, configuration)
         defer { (backend as? OpenALBackend)?.device.close() }
         let out = UnsafeMutableBufferPointer<Float>.allocate(capacity: 2_048 * 2)
         defer { out.deallocate() }

@@ -170,13 +170,7 @@ enum PlayerBench {
 
     /// A back-end on a device rendered on demand, and its renderer.
     private static func offline(_ name: String, rate: Double = 48_000) throws -> (any PlaybackBackend, any OfflineRendering) {
-        let configuration = OutputConfiguration(sampleRate: rate, channelCount: 2, periodFrames: 1024, periodCount: 2)
-        if name == "queue" {
-            let device = try OfflineDevice(configuration: configuration)
-            return (try BufferQueueBackend(device: device), device)
-        }
-        let device = try OpenALDevice(.loopback(configuration))
-        return (OpenALBackend(device: device), device)
+        try OfflineBackend.open(name, OutputConfiguration(sampleRate: rate, channelCount: 2, periodFrames: 1024, periodCount: 2))
     }
 
     private static func measureCPU(_ name: String, mode: String, rate: Double, seconds: Double) throws -> CPURow {

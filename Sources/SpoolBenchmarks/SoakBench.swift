@@ -279,15 +279,7 @@ enum SoakBench {
     static func renderOffline(_ name: String, files: [URL], audioSeconds: Double, stop: Flag, watchdog: Watchdog,
                               progress: (Double) -> Void) throws {
         let configuration = OutputConfiguration(sampleRate: 48_000, channelCount: 2, periodFrames: 1024, periodCount: 2)
-        let backend: any PlaybackBackend
-        let renderer: any OfflineRendering
-        if name == "queue" {
-            let device = try OfflineDevice(configuration: configuration)
-            (backend, renderer) = (try BufferQueueBackend(device: device), device)
-        } else {
-            let device = try OpenALDevice(.loopback(configuration))
-            (backend, renderer) = (OpenALBackend(device: device), device)
-        }
+        let (backend, renderer) = try OfflineBackend.open(name, configuration)
         var made: (AudioPlayer, Playlist)?
         watchdog.call("\(name): the offline player and playlist") {
             let player = try AudioPlayer(contentsOf: files[files.count / 2], backend: backend)
