@@ -10,12 +10,17 @@ final class SndFileDecoder: AudioDecoder {
     private(set) var frameCount: Int
     private(set) var position = 0
     let info: AudioFileInfo
-    private(set) var warnings: [DecodeWarning] = []
+    var warnings: [DecodeWarning] { ownWarnings + (recovery?.warnings ?? []) }
+    private var ownWarnings: [DecodeWarning] = []
 
     private let reader: ByteReader
     private let handle: OpaquePointer
     private let name: String
+    private let source: AudioSource
     private var warnedTruncated = false
+    /// A FLAC file's stream decoder, which takes over where libFLAC stopped before the end
+    /// (damage in a frame; libsndfile's reader does not resynchronise), and from then on.
+    private var recovery: (any AudioDecoder)?
 
     /// What libsndfile's refusal to open a file means, in words about the file: libsndfile
     /// reads through Spool's own I/O, so its texts about files that do not exist, pipes or
@@ -34,6 +39,7 @@ final class SndFileDecoder: AudioDecoder {
     init(source: AudioSource) throws {
         reader = try ByteReader(source: source)
         name = source.name
+        self.source = source
         guard reader.size > 0 else { throw AudioError(.emptyInput, "\(name): the input is empty") }
         if let chunk = RIFFHeader.chunkOverrunningTheFile(reader: reader) {
             throw AudioError(.corruptData, "\(name): the '\(chunk.id)' chunk at byte \(chunk.offset) claims \(chunk.size) bytes, more than the file's \(reader.totalSize), before any audio")
@@ -92,7 +98,7 @@ final class SndFileDecoder: AudioDecoder {
                              isVBR: container == "FLAC",
                              tags: tags)
         if let missing = RIFFHeader.missingDataBytes(reader: reader) {
-            warnings.append(DecodeWarning(kind: .truncated, byteOffset: reader.totalSize, byteCount: missing))
+            ownWarnings.append(DecodeWarning(kind: .truncated, byteOffset: reader.totalSize, byteCount: missing))
             warnedTruncated = true
         }
         if container == "FLAC" { verifyFLACLength(source: source) }
@@ -117,7 +123,8 @@ final class SndFileDecoder: AudioDecoder {
     /// STREAMINFO's total is the encoder's claim; a FLAC cut short still carries it. The last
     /// frame is sought and read (libFLAC's seek is a binary search, so this costs a few
     /// frames); when it is not there, the file is decoded through once to count what is, so
-    /// that `frameCount` is exact from the start.
+    /// that `frameCount` is exact from the start; counted by the stream decoder, which goes on
+    /// past damage where libFLAC's reader stops, as reads do (`recover`).
     /// A failed seek leaves libFLAC's decoder unable to read on (even from frame 0), so the
     /// probe runs on a second handle over the same bytes and the decoder's own is untouched.
     private func verifyFLACLength(source: AudioSource) {
@@ -129,16 +136,15 @@ final class SndFileDecoder: AudioDecoder {
         let lastFrameIsThere = sf_seek(probe, last, SEEK_SET) == last && sf_readf_float(probe, &scratch, 1) == 1
         sf_close(probe)
         if lastFrameIsThere { return }
-        guard probeReader.seek(0, whence: SEEK_SET) == 0, let counter = Self.open(probeReader, &probeInfo) else { return }
-        defer { sf_close(counter) }
+        guard let counter = try? FLACSalvage.open(source) else { return }
         var decoded = 0
         while decoded < frameCount {
-            let got = Int(sf_readf_float(counter, &scratch, sf_count_t(min(4096, frameCount - decoded))))
+            let got = scratch.withUnsafeMutableBufferPointer { (try? counter.read(into: $0)) ?? 0 }
             if got <= 0 { break }
             decoded += got
         }
         if decoded < frameCount {
-            warnings.append(DecodeWarning(kind: .truncated, byteOffset: reader.totalSize, byteCount: 0))
+            ownWarnings.append(DecodeWarning(kind: .truncated, byteOffset: reader.totalSize, byteCount: 0))
             warnedTruncated = true
             frameCount = decoded
         }
@@ -148,8 +154,12 @@ final class SndFileDecoder: AudioDecoder {
 
     func read(into buffer: UnsafeMutableBufferPointer<Float>) throws -> Int {
         let want = buffer.count / format.channelCount
+        if let recovery { return try readRecovering(recovery, into: buffer) }
         guard want > 0, position < frameCount else { return 0 }
         let got = Int(sf_readf_float(handle, buffer.baseAddress, sf_count_t(min(want, frameCount - position))))
+        if got == 0, info.container == "FLAC", let recovery = recover() {
+            return try readRecovering(recovery, into: buffer)
+        }
         if got == 0 {
             let status = sf_error(handle)
             // An error once every byte has been read is the cut-off end of a truncated file
@@ -161,7 +171,7 @@ final class SndFileDecoder: AudioDecoder {
             }
             // The header promised more frames than the data holds.
             if !warnedTruncated {
-                warnings.append(DecodeWarning(kind: .truncated, byteOffset: reader.totalSize, byteCount: 0))
+                ownWarnings.append(DecodeWarning(kind: .truncated, byteOffset: reader.totalSize, byteCount: 0))
                 warnedTruncated = true
             }
             frameCount = position
@@ -170,9 +180,30 @@ final class SndFileDecoder: AudioDecoder {
         return got
     }
 
+    /// libFLAC stopped before the count STREAMINFO states (and the open-time check found its
+    /// last frame): the stream decoder, which finds frames past damage by their checked headers,
+    /// goes on from the frame reached. Nil when it cannot.
+    private func recover() -> (any AudioDecoder)? {
+        guard let decoder = try? FLACSalvage.open(source), (try? decoder.seek(toFrame: position)) != nil else { return nil }
+        recovery = decoder
+        return decoder
+    }
+
+    private func readRecovering(_ decoder: any AudioDecoder, into buffer: UnsafeMutableBufferPointer<Float>) throws -> Int {
+        let got = try decoder.read(into: buffer)
+        position += got
+        if got == 0, position < frameCount { frameCount = position }
+        return got
+    }
+
     func seek(toFrame frame: Int) throws {
         guard frame >= 0, frame <= frameCount else {
             throw AudioError(.outOfRange, "\(name): frame \(frame) is outside 0...\(frameCount)")
+        }
+        if let recovery {
+            try recovery.seek(toFrame: frame)
+            position = frame
+            return
         }
         guard sf_seek(handle, sf_count_t(frame), SEEK_SET) >= 0 else {
             let text = String(cString: sf_strerror(handle))

@@ -223,6 +223,17 @@ final class VorbisDecoder: AudioDecoder {
     private func finishLink() {
         let link = links[linkIndex]
         if !link.isKnown {
+            if framesIntoLink < link.frames, !link.damageNoted {
+                // The count `frameCount` gave was the last granule position's claim, and
+                // decoding ended short of it with no hole reported: say where bytes belonged
+                // to no page, or, when none did, that the link came up short.
+                let reported = warnings.count
+                noteDamage()
+                if warnings.count == reported {
+                    warnings.append(DecodeWarning(kind: .missingData, byteOffset: link.byteRange.upperBound, byteCount: 0,
+                        detail: "link \(link.number) decoded to \(framesIntoLink) frames, \(link.frames - framesIntoLink) fewer than its last granule position claims"))
+                }
+            }
             links[linkIndex].frames = framesIntoLink
             links[linkIndex].isKnown = true
         } else if framesIntoLink < link.frames {

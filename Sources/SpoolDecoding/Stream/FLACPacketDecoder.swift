@@ -77,9 +77,14 @@ final class FLACPacketDecoder: StreamPacketDecoder {
             }
             if served >= source.count, !decoded.isEmpty { break }
         }
-        if decoded.isEmpty, warnedForPacket {
+        if decoded.isEmpty, packet.frameCount > 0 {
             // A frame libFLAC could not decode plays as silence of its length, so that what
             // follows keeps its place in time (libFLAC itself zeroes a frame whose CRC fails).
+            // Damage libFLAC drops without a word (it searches for the next sync) is reported too.
+            if !warnedForPacket {
+                warnings.append(DecodeWarning(kind: .skippedCorruptData, byteOffset: packet.byteOffset, byteCount: packet.bytes.count,
+                                              detail: "libFLAC decoded nothing from the frame there; it plays as silence"))
+            }
             decoded = [Float](repeating: 0, count: min(max(0, packet.frameCount), 65_535) * channels)
         }
         output.append(contentsOf: decoded)

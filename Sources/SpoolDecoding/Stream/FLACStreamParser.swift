@@ -59,6 +59,11 @@ struct FLACStreamParser: StreamFormatParser {
     private var metadataDamage: DecodeWarning?
     /// The stream's end, when it comes inside a frame or short of STREAMINFO's total.
     private var truncation: DecodeWarning?
+    /// Frames whose headers were lost to damage: the frame numbers of the packets delivered
+    /// in a row jump past them. Reported once per stream offset.
+    private var lostFrames: [DecodeWarning] = []
+    /// Where the last packet delivered in a row (since the start or the last discontinuity) ends.
+    private var runEnd: (offset: Int, frame: Int)?
 
     /// Makes a parser; `tags` are those of any ID3v2 tag in front of `fLaC`.
     init(leadingTags tags: AudioTags) throws {
@@ -332,6 +337,11 @@ struct FLACStreamParser: StreamFormatParser {
         guard let info else { return }
         let offset = input.offset
         let first = header.startFrame(info)
+        if let run = runEnd, first > run.frame, !lostFrames.contains(where: { $0.byteOffset == offset }) {
+            lostFrames.append(DecodeWarning(kind: .missingData, byteOffset: offset, byteCount: 0,
+                detail: "frames \(run.frame)...\(first - 1) of the FLAC stream are lost (their frame headers are damaged)"))
+        }
+        runEnd = (offset + length, first + header.blockSize)
         events.packet(StreamPacket(byteOffset: offset, bytes: input.take(length), frameCount: header.blockSize, startFrame: first))
         packetCount += 1
         confirmed = checked
@@ -383,8 +393,8 @@ struct FLACStreamParser: StreamFormatParser {
 
     // MARK: - Seeking
 
-    /// The damaged metadata gone past and a cut-short end, if any.
-    var warnings: [DecodeWarning] { [metadataDamage, truncation].compactMap { $0 } }
+    /// The damaged metadata gone past, frames lost to damage and a cut-short end, if any.
+    var warnings: [DecodeWarning] { [metadataDamage].compactMap { $0 } + lostFrames + [truncation].compactMap { $0 } }
 
     func seekPoint(toFrame frame: Int, _ properties: StreamProperties) throws -> StreamSeekPoint {
         guard let info, let first = firstFrameOffset else {
@@ -429,5 +439,6 @@ struct FLACStreamParser: StreamFormatParser {
         current = nil
         confirmed = point.map { !$0.isEstimated } ?? false
         hadDiscontinuity = true
+        runEnd = nil
     }
 }

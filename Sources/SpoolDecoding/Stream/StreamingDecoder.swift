@@ -26,8 +26,13 @@ public final class StreamingDecoder: AudioDecoder {
     public private(set) var isFrameCountExact: Bool
     public private(set) var position = 0
     public private(set) var info: AudioFileInfo
-    /// The container's damage the parser found, then what the decoder found.
-    public var warnings: [DecodeWarning] { parser.warnings + decoder.warnings }
+    /// The container's damage the parser found, then what the decoder found, each once (the
+    /// same bytes can be both a gap between packets and a packet the codec refused).
+    public var warnings: [DecodeWarning] {
+        var seen: [DecodeWarning] = []
+        for warning in parser.warnings + decoder.warnings where !seen.contains(warning) { seen.append(warning) }
+        return seen
+    }
 
     private let name: String
     private let reader: Reader

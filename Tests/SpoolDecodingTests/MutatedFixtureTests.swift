@@ -1,0 +1,44 @@
+import Foundation
+import Testing
+import SpoolCore
+@testable import SpoolDecoding
+import SpoolTestSupport
+
+/// Every fixture, cut short (at 30, 60 and 90 % of its bytes) and with 300 bytes zeroed (at 40
+/// and 70 %): a count `frameCount` calls exact is what decoding produces, and a decode that
+/// ends short of the count it gave says why. (Found this way: a FLAC whose frame libFLAC drops
+/// silently, or whose reader stops at damage, decoded thousands of frames short of an exact
+/// count; an Ogg Vorbis whose only audio page was damaged decoded nothing, with no warning.)
+@Suite("Mutated fixtures")
+struct MutatedFixtureTests {
+    static let mutations: [(name: String, apply: @Sendable ([UInt8]) -> [UInt8])] = [
+        ("cut at 30 %", { Array($0.prefix($0.count * 3 / 10)) }),
+        ("cut at 60 %", { Array($0.prefix($0.count * 6 / 10)) }),
+        ("cut at 90 %", { Array($0.prefix($0.count * 9 / 10)) }),
+        ("300 bytes zeroed at 40 %", { zeroed($0, at: $0.count * 4 / 10) }),
+        ("300 bytes zeroed at 70 %", { zeroed($0, at: $0.count * 7 / 10) }),
+    ]
+
+    static func zeroed(_ bytes: [UInt8], at start: Int) -> [UInt8] {
+        var out = bytes
+        for i in start..<min(out.count, start + 300) { out[i] = 0 }
+        return out
+    }
+
+    @Test(arguments: FrameCountAgreementTests.files)
+    func countsStayTrueUnderDamage(name: String) throws {
+        let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: Fixtures.path(name))))
+        let ext = URL(fileURLWithPath: name).pathExtension
+        for mutation in Self.mutations {
+            let source = AudioSource.memory(Data(mutation.apply(bytes)), name: "\(name), \(mutation.name)", typeHint: ext)
+            guard let decoder = try? DecoderRegistry.shared.open(source) else { continue }  // refused: an error, not a silent loss
+            let claimed = decoder.frameCount, exact = decoder.isFrameCountExact
+            guard let decoded = try? decoder.decodeAll().frameCount else { continue }
+            if exact {
+                #expect(decoded == claimed, "\(name), \(mutation.name): an exact count of \(claimed), \(decoded) decoded")
+            } else if decoded < claimed {
+                #expect(!decoder.warnings.isEmpty, "\(name), \(mutation.name): \(claimed) claimed, \(decoded) decoded, no warning")
+            }
+        }
+    }
+}
