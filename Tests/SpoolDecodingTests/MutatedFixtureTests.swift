@@ -41,4 +41,27 @@ struct MutatedFixtureTests {
             }
         }
     }
+
+    /// An Ogg Vorbis file with a page taken out of its middle and 2 MiB of junk after its end:
+    /// `info`'s count is exact only if decoding gives it, and a short decode says why.
+    @Test(arguments: ["long/tone-12s.ogg"])
+    func anOggWithAHoleAndTrailingJunkKeepsItsCountTrue(name: String) throws {
+        let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: Fixtures.path(name))))
+        // The pages: each starts with "OggS"; the one at the middle goes.
+        var starts: [Int] = []
+        for i in 0..<(bytes.count - 4) where bytes[i] == 0x4F && bytes[i + 1] == 0x67 && bytes[i + 2] == 0x67 && bytes[i + 3] == 0x53 {
+            starts.append(i)
+        }
+        try #require(starts.count >= 5, "\(name): \(starts.count) pages")
+        let middle = starts.count / 2
+        var generator = SplitMix(seed: 7)
+        let junk = (0..<(2 << 20)).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        let holed = Array(bytes[..<starts[middle]]) + Array(bytes[starts[middle + 1]...]) + junk
+        let decoder = try DecoderRegistry.shared.open(.memory(Data(holed), name: name, typeHint: "ogg"))
+        let claimed = decoder.frameCount, exact = decoder.isFrameCountExact
+        let decoded = try decoder.decodeAll().frameCount
+        if exact { #expect(decoded == claimed, "\(name): exact \(claimed), decoded \(decoded)") }
+        #expect(!decoder.warnings.isEmpty, "\(name): a missing page and junk, and no warning")
+        #expect(decoder.frameCount == decoded)
+    }
 }
