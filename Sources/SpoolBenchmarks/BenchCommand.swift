@@ -61,13 +61,14 @@ package enum BenchCommand {
           stretch [FILE] [--seconds S] [--runs N] [--tempi LIST] [--sweep] [--json PATH]
                 time-stretch (pitch kept) CPU per second against decode + copy, at tempi 1.5 and
                 0.75 by default, and its duration and frequency errors; --sweep compares settings
-          soak [--minutes M] [--cycles N] [--threads T] [--fixtures DIR] [--backends queue,openal] [--json PATH]
+          soak [--minutes M] [--cycles N] [--threads T] [--fixtures DIR] [--backends queue,openal] [--parts LIST] [--json PATH]
                 M minutes (default 60) of real use: on each back-end's null device a looping
                 player, a repeating playlist and an effect every 100 ms; each back-end offline
                 as fast as the CPU allows; N player cycles (default 10 000: make, play, seek,
                 pause, play, stop or release) from T threads (default 4). Resident set, threads
                 and descriptors sampled every second must stay flat after the warm-up, and no
-                call may take over 1 s (scripts/soak.sh)
+                call may take over 1 s (scripts/soak.sh); --parts runs some of player, playlist,
+                effects, offline, cycles
         """
 
     package static func run(_ words: [String]) throws {

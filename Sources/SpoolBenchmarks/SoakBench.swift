@@ -90,9 +90,12 @@ enum SoakBench {
 
         /// The calls running for more than `nanoseconds`, with how long.
         func stuck(over nanoseconds: UInt64) -> [String] {
-            let now = HostTime.now()
-            return state.withLock { s in
-                s.running.values.filter { now &- $0.start > nanoseconds }.map { "\($0.name) (\((now &- $0.start) / 1_000_000) ms)" }
+            state.withLock { s in
+                // Read under the lock: a call that began after a clock read outside it would
+                // seem to have begun in the future (the difference wrapping round).
+                let now = HostTime.now()
+                return s.running.values.filter { now > $0.start && now - $0.start > nanoseconds }
+                    .map { "\($0.name) (\((now - $0.start) / 1_000_000) ms)" }
             }
         }
     }
@@ -105,7 +108,7 @@ enum SoakBench {
     }
 
     static func run(_ words: [String]) throws {
-        guard let bench = try BenchInvocation(words, valued: ["minutes", "cycles", "threads", "fixtures", "backends"]) else {
+        guard let bench = try BenchInvocation(words, valued: ["minutes", "cycles", "threads", "fixtures", "backends", "parts"]) else {
             return
         }
         let args = bench.arguments
@@ -114,131 +117,142 @@ enum SoakBench {
         let threadCount = try args.int("threads", in: 1...64) ?? 4
         let folder = URL(fileURLWithPath: args.string("fixtures") ?? "Fixtures")
         let backends = try bench.backends(allowed: ["queue", "openal"], defaults: ["queue", "openal"])
-        let files = try fixtures(in: folder)
-        let seconds = minutes * 60
-        let warmUp = Int(max(20, seconds / 10).rounded())
-        let watchdog = Watchdog()
-        let stop = Flag()
-        print("soak: \(String(format: "%g", minutes)) min; \(files.count) files from \(folder.path); \(threadCount) threads "
-              + "for \(cycleTarget) cycles; warm-up \(warmUp) s")
+        let allParts: Set<String> = ["player", "playlist", "effects", "offline", "cycles"]
+        let parts = Set((args.string("parts") ?? allParts.sorted().joined(separator: ",")).split(separator: ",").map(String.init))
+        guard parts.isSubset(of: allParts), !parts.isEmpty else {
+            throw UsageError("--parts lists \(allParts.sorted().joined(separator: ", ")), comma-separated")
+        }
+        // Everything the soak makes lives in `measure` and is let go when it returns, before the
+        // process ends: LeakSanitizer then reports only what was really lost.
+        func measure() throws -> Report {
+            let files = try fixtures(in: folder)
+            let seconds = minutes * 60
+            let warmUp = Int(max(20, seconds / 10).rounded())
+            let watchdog = Watchdog()
+            let stop = Flag()
+            print("soak: \(String(format: "%g", minutes)) min; \(files.count) files from \(folder.path); \(threadCount) threads "
+                  + "for \(cycleTarget) cycles; warm-up \(warmUp) s")
 
-        // Real time: a player, a playlist and effects on each back-end's null device.
-        let configuration = OutputConfiguration(sampleRate: 48_000, channelCount: 2, periodFrames: 512, periodCount: 3)
-        var opened: [(String, any PlaybackBackend)] = []
-        for name in backends {
-            let backend: any PlaybackBackend = name == "queue"
-                ? try BufferQueueBackend.open(.null, configuration: configuration).backend
-                : try OpenALBackend.open(.null, configuration: configuration).backend
-            opened.append((name, backend))
-        }
-        let live = opened
-        var keep: [AnyObject] = []
-        var effectsList: [(SoundEffects, [SystemSound])] = []
-        for (name, backend) in live {
-            watchdog.call("\(name): the looping player") {
-                let player = try AudioPlayer(contentsOf: files[0], backend: backend)
-                try player.setNumberOfLoops(-1)
-                try player.play()
-                keep.append(player)
+            // Real time: a player, a playlist and effects on each back-end's null device.
+            let configuration = OutputConfiguration(sampleRate: 48_000, channelCount: 2, periodFrames: 512, periodCount: 3)
+            var opened: [(String, any PlaybackBackend)] = []
+            for name in backends {
+                let backend: any PlaybackBackend = name == "queue"
+                    ? try BufferQueueBackend.open(.null, configuration: configuration).backend
+                    : try OpenALBackend.open(.null, configuration: configuration).backend
+                opened.append((name, backend))
             }
-            watchdog.call("\(name): the playlist") {
-                let playlist = try Playlist(items: files.map { .file($0) }, backend: backend)
-                playlist.setRepeatMode(.all)
-                try playlist.play()
-                keep.append(playlist)
+            let live = opened
+            var keep: [AnyObject] = []
+            var effectsList: [(SoundEffects, [SystemSound])] = []
+            for (name, backend) in live {
+                if parts.contains("player") { watchdog.call("\(name): the looping player") {
+                    let player = try AudioPlayer(contentsOf: files[0], backend: backend)
+                    try player.setNumberOfLoops(-1)
+                    try player.play()
+                    keep.append(player)
+                } }
+                if parts.contains("playlist") { watchdog.call("\(name): the playlist") {
+                    let playlist = try Playlist(items: files.map { .file($0) }, backend: backend)
+                    playlist.setRepeatMode(.all)
+                    try playlist.play()
+                    keep.append(playlist)
+                } }
+                if parts.contains("effects") { watchdog.call("\(name): the effects") {
+                    let effects = try SoundEffects(backend: backend)
+                    let sounds = try files.prefix(4).map { try SystemSound(contentsOf: $0, effects: effects) }
+                    effectsList.append((effects, sounds))
+                } }
             }
-            watchdog.call("\(name): the effects") {
-                let effects = try SoundEffects(backend: backend)
-                let sounds = try files.prefix(4).map { try SystemSound(contentsOf: $0, effects: effects) }
-                effectsList.append((effects, sounds))
-            }
-        }
-        let effectsStarted = Locked(0)
-        let effectsThread = Thread { [effectsList] in
-            var index = 0
-            while !stop.isSet {
-                for (_, sounds) in effectsList {
-                    watchdog.call("an effect's play") { _ = try sounds[index % sounds.count].play() }
-                }
-                effectsStarted.withLock { $0 += 1 }
-                index += 1
-                Thread.sleep(forTimeInterval: 0.1)
-            }
-        }
-        effectsThread.start()
-
-        // Offline: as many minutes of audio as the run lasts, per back-end, in its own thread.
-        let offlineSeconds = Locked<[String: Double]>([:])
-        let group = DispatchGroup()
-        for name in backends {
-            group.enter()
-            Thread {
-                defer { group.leave() }
-                // Its calls are timed one by one inside; the whole render is not a call.
-                do {
-                    try renderOffline(name, files: files, audioSeconds: seconds, stop: stop, watchdog: watchdog) { done in
-                        offlineSeconds.withLock { $0[name] = done }
+            let effectsStarted = Locked(0)
+            let effectsThread = Thread { [effectsList] in
+                var index = 0
+                while !stop.isSet {
+                    for (_, sounds) in effectsList {
+                        watchdog.call("an effect's play") { _ = try sounds[index % sounds.count].play() }
                     }
-                } catch {
-                    watchdog.fail("\(name) offline: \(error)")
+                    effectsStarted.withLock { $0 += 1 }
+                    index += 1
+                    Thread.sleep(forTimeInterval: 0.1)
                 }
-            }.start()
-        }
+            }
+            effectsThread.start()
 
-        // Cycles from several threads, spread over the run.
-        let cyclesDone = Locked(0)
-        let interval = seconds * 0.9 / Double(max(1, cycleTarget)) * Double(threadCount)
-        for worker in 0..<threadCount {
-            group.enter()
-            Thread {
-                defer { group.leave() }
-                var generator = SystemRandomNumberGenerator()
-                var next = Date()
-                while !stop.isSet && cyclesDone.withLock({ $0 < cycleTarget }) {
-                    let (name, backend) = live[(worker + cyclesDone.withLock { $0 }) % live.count]
-                    let file = files.randomElement(using: &generator) ?? files[0]
-                    cycle(name, file, backend, watchdog: watchdog, random: &generator)
-                    cyclesDone.withLock { $0 += 1 }
-                    next += interval
-                    let wait = next.timeIntervalSinceNow
-                    if wait > 0 { Thread.sleep(forTimeInterval: min(wait, 1)) }
+            // Offline: as many minutes of audio as the run lasts, per back-end, in its own thread.
+            let offlineSeconds = Locked<[String: Double]>([:])
+            let group = DispatchGroup()
+            for name in backends where parts.contains("offline") {
+                group.enter()
+                Thread {
+                    defer { group.leave() }
+                    // Its calls are timed one by one inside; the whole render is not a call.
+                    do {
+                        try renderOffline(name, files: files, audioSeconds: seconds, stop: stop, watchdog: watchdog) { done in
+                            offlineSeconds.withLock { $0[name] = done }
+                        }
+                    } catch {
+                        watchdog.fail("\(name) offline: \(error)")
+                    }
+                }.start()
+            }
+
+            // Cycles from several threads, spread over the run.
+            let cyclesDone = Locked(0)
+            let interval = seconds * 0.9 / Double(max(1, cycleTarget)) * Double(threadCount)
+            for worker in 0..<(parts.contains("cycles") ? threadCount : 0) {
+                group.enter()
+                Thread {
+                    defer { group.leave() }
+                    var generator = SystemRandomNumberGenerator()
+                    var next = Date()
+                    while !stop.isSet && cyclesDone.withLock({ $0 < cycleTarget }) {
+                        let (name, backend) = live[(worker + cyclesDone.withLock { $0 }) % live.count]
+                        let file = files.randomElement(using: &generator) ?? files[0]
+                        cycle(name, file, backend, watchdog: watchdog, random: &generator)
+                        cyclesDone.withLock { $0 += 1 }
+                        next += interval
+                        let wait = next.timeIntervalSinceNow
+                        if wait > 0 { Thread.sleep(forTimeInterval: min(wait, 1)) }
+                    }
+                }.start()
+            }
+
+            // Every second: the resident set, threads and descriptors; the watchdog's stuck calls.
+            var samples: [Sample] = []
+            let start = Date()
+            var second = 0
+            while Date().timeIntervalSince(start) < seconds {
+                second += 1
+                let due = start.addingTimeInterval(Double(second))
+                if due > Date() { Thread.sleep(until: due) }
+                let sample = Sample(second: second, residentKiB: PlayerBench.residentKiB(), threads: count("/proc/self/task"),
+                                    descriptors: count("/proc/self/fd"))
+                samples.append(sample)
+                if second % 60 == 0 {
+                    print("soak: \(second / 60) min: resident \(sample.residentKiB / 1024) MiB, \(sample.threads) threads, "
+                          + "\(sample.descriptors) descriptors, \(cyclesDone.withLock { $0 }) cycles")
                 }
-            }.start()
-        }
-
-        // Every second: the resident set, threads and descriptors; the watchdog's stuck calls.
-        var samples: [Sample] = []
-        let start = Date()
-        var second = 0
-        while Date().timeIntervalSince(start) < seconds {
-            second += 1
-            let due = start.addingTimeInterval(Double(second))
-            if due > Date() { Thread.sleep(until: due) }
-            let sample = Sample(second: second, residentKiB: PlayerBench.residentKiB(), threads: count("/proc/self/task"),
-                                descriptors: count("/proc/self/fd"))
-            samples.append(sample)
-            if second % 60 == 0 {
-                print("soak: \(second / 60) min: resident \(sample.residentKiB / 1024) MiB, \(sample.threads) threads, "
-                      + "\(sample.descriptors) descriptors, \(cyclesDone.withLock { $0 }) cycles")
+                let stuck = watchdog.stuck(over: 10_000_000_000)
+                if !stuck.isEmpty {
+                    print("soak: FAILED: calls have not returned after 10 s (a deadlock?): \(stuck.joined(separator: ", "))")
+                    exit(1)
+                }
             }
-            let stuck = watchdog.stuck(over: 10_000_000_000)
-            if !stuck.isEmpty {
-                print("soak: FAILED: calls have not returned after 10 s (a deadlock?): \(stuck.joined(separator: ", "))")
-                exit(1)
+            stop.set()
+            if group.wait(timeout: .now() + 30) == .timedOut { watchdog.fail("the soak's threads did not end within 30 s of the stop") }
+            while effectsThread.isExecuting { Thread.sleep(forTimeInterval: 0.01) }
+            for (effects, _) in effectsList { effects.stopAll() }
+            for object in keep {
+                if let player = object as? AudioPlayer { watchdog.call("the looping player's stop") { try player.stop() } }
+                if let playlist = object as? Playlist { watchdog.call("the playlist's stop") { try playlist.stop() } }
             }
-        }
-        stop.set()
-        if group.wait(timeout: .now() + 30) == .timedOut { watchdog.fail("the soak's threads did not end within 30 s of the stop") }
-        while effectsThread.isExecuting { Thread.sleep(forTimeInterval: 0.01) }
-        for (effects, _) in effectsList { effects.stopAll() }
-        for object in keep {
-            if let player = object as? AudioPlayer { watchdog.call("the looping player's stop") { try player.stop() } }
-            if let playlist = object as? Playlist { watchdog.call("the playlist's stop") { try playlist.stop() } }
-        }
 
-        let report = summarize(samples, warmUp: warmUp, minutes: minutes, cycles: cyclesDone.withLock { $0 },
-                               effects: effectsStarted.withLock { $0 }, offline: offlineSeconds.withLock { $0 },
-                               watchdog: watchdog)
+            return summarize(samples, warmUp: warmUp, minutes: minutes, cycles: cyclesDone.withLock { $0 },
+                                   effects: effectsStarted.withLock { $0 }, offline: offlineSeconds.withLock { $0 },
+                                   watchdog: watchdog)
+        }
+        let report = try measure()
+        let samples = report.samples
         try bench.writeReport(report)
         for failure in report.failures.prefix(20) { print("soak: failure: \(failure)") }
         let offline = report.offlineAudioSeconds.sorted { $0.key < $1.key }
