@@ -144,16 +144,6 @@ final class PulseAudioStream: @unchecked Sendable {
         }
     }
 
-    /// The least target length (`tlength`) asked of the server, in seconds: 512 frames at
-    /// 48 kHz. The server's main thread, which carries every request and write between the
-    /// sink's real-time thread and the client, is not real-time (made real-time, it measured
-    /// worse), and under load it misses a shorter buffer's requests.
-    /// Measured with `spool bench latency --output pulse --load` on a two-core machine, 30 s
-    /// each: 128×2 (tlength 280 granted) 35 server underruns, 128×3 (320) 2, 128×4 (384
-    /// granted, 9.4 ms heard) and 256×2 (536) none. A smaller request is raised to it; what the
-    /// server grants (128×3 for 128×2, within 10 ms) is what the device reports.
-    static let minimumTargetSeconds = 512.0 / 48_000
-
     /// Main loop lock: makes the playback stream, connects it corked and waits until it is
     /// ready; reads back what the server granted.
     func connectPlayback(sink: String?, role: String, applicationName: String, request: OutputConfiguration, latency: LatencyRequest,
@@ -190,9 +180,7 @@ final class PulseAudioStream: @unchecked Sendable {
         setEventCallback(stream)
 
         let period = UInt32(request.periodFrames * frameBytes)
-        // The target length asked for is at least `minimumTargetSeconds`, in whole periods.
-        let floorPeriods = Int((Self.minimumTargetSeconds * format.sampleRate / Double(request.periodFrames)).rounded(.up))
-        let target = period * UInt32(max(request.periodCount, floorPeriods))
+        let target = period * UInt32(request.periodCount)
         // Measured on a null sink at 48 kHz (PulseAudioSoundServerTests prints them), tlength
         // and minreq granted for 128×2, 256×2 and 1024×3: PA_STREAM_ADJUST_LATENCY 280/128,
         // 536/256, 2560/1024 (prebuf cut to tlength − minreq + 1); PA_STREAM_EARLY_REQUESTS
