@@ -31,11 +31,15 @@ if [ "$leaks" = 1 ]; then
     echo "== the soak for $leak_minutes min under AddressSanitizer + LeakSanitizer"
     swift build --product spool --sanitize=address --scratch-path .build/asan 2>&1 \
         | { grep -v "Cannot export local symbol" || true; } | tail -n 1
-    if ASAN_OPTIONS="detect_leaks=1" LSAN_OPTIONS="suppressions=$PWD/scripts/sanitizers/lsan.supp:print_suppressions=0" \
-        .build/asan/debug/spool bench soak --minutes "$leak_minutes" --cycles 1000 >"$log.leaks" 2>&1; then
+    # Only the sanitizer's reports count here: its allocator's quarantine makes the resident
+    # set grow by design, so the soak's own verdict on it means nothing in this build.
+    ASAN_OPTIONS="detect_leaks=1" LSAN_OPTIONS="suppressions=$PWD/scripts/sanitizers/lsan.supp:print_suppressions=0" \
+        .build/asan/debug/spool bench soak --minutes "$leak_minutes" --cycles 1000 >"$log.leaks" 2>&1 || true
+    if ! grep -q -E "ERROR: (LeakSanitizer|AddressSanitizer)|have not returned" "$log.leaks"; then
         leak_summary="leaks: none under LeakSanitizer in $leak_minutes min"
     else
         grep -E "ERROR: (LeakSanitizer|AddressSanitizer)|SUMMARY|soak: (FAILED|failure)" "$log.leaks" | head -n 20
+        grep -A 16 -m 3 -E "(Direct|Indirect) leak|ERROR: AddressSanitizer" "$log.leaks" | head -n 60
         leak_summary="leaks: the sanitized soak FAILED (see above)"
         status=1
     fi
