@@ -192,7 +192,14 @@ final class SndFileDecoder: AudioDecoder {
     private func readRecovering(_ decoder: any AudioDecoder, into buffer: UnsafeMutableBufferPointer<Float>) throws -> Int {
         let got = try decoder.read(into: buffer)
         position += got
-        if got == 0, position < frameCount { frameCount = position }
+        if got == 0, position < frameCount {
+            // Short of the count given at open (the file cut since, say): never a silent end.
+            if !warnedTruncated {
+                ownWarnings.append(DecodeWarning(kind: .truncated, byteOffset: reader.totalSize, byteCount: 0))
+                warnedTruncated = true
+            }
+            frameCount = position
+        }
         return got
     }
 
