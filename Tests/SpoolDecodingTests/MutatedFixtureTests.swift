@@ -27,7 +27,7 @@ struct MutatedFixtureTests {
 
     @Test(arguments: FrameCountAgreementTests.files)
     func countsStayTrueUnderDamage(name: String) throws {
-        let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: Fixtures.path(name))))
+        let bytes = try Fixtures.bytes(name)
         let ext = URL(fileURLWithPath: name).pathExtension
         for mutation in Self.mutations {
             let source = AudioSource.memory(Data(mutation.apply(bytes)), name: "\(name), \(mutation.name)", typeHint: ext)
@@ -46,7 +46,7 @@ struct MutatedFixtureTests {
     /// `info`'s count is exact only if decoding gives it, and a short decode says why.
     @Test(arguments: ["long/tone-12s.ogg"])
     func anOggWithAHoleAndTrailingJunkKeepsItsCountTrue(name: String) throws {
-        let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: Fixtures.path(name))))
+        let bytes = try Fixtures.bytes(name)
         // The pages: each starts with "OggS"; the one at the middle goes.
         var starts: [Int] = []
         for i in 0..<(bytes.count - 4) where bytes[i] == 0x4F && bytes[i + 1] == 0x67 && bytes[i + 2] == 0x67 && bytes[i + 3] == 0x53 {
