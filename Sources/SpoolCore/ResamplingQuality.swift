@@ -3,13 +3,14 @@
 /// queues) and per voice; a voice at the device's rate is not converted at any level.
 ///
 /// The converters come from the table `spool bench resample` measures (libsoxr,
-/// libswresample, libsamplerate, libspeexdsp on 44.1 ↔ 48, 22.05, 32 and 16 → 48 kHz):
+/// libswresample, libsamplerate, libspeexdsp and Spool's own windowed sinc on 44.1 ↔ 48,
+/// 22.05, 32 and 16 → 48 kHz):
 ///
 /// | level | playback rate 1 | varispeed | SNR (worst conversion) | OpenAL Soft peer |
 /// | --- | --- | --- | --- | --- |
-/// | `fast` | libswresample, 16 taps | libsamplerate sinc fastest | ≥ 97 dB at 1 kHz, ≥ 52 dB near the top of the band | linear (its default) |
-/// | `balanced` | libswresample, 32 taps, cutoff 0.85 | libsamplerate sinc fastest | ≥ 91 dB | 11th-order sinc (bsinc12) |
-/// | `high` | libsoxr HQ | libsamplerate sinc medium | ≥ 95 dB, aliasing ≤ −133 dB | 23rd-order sinc (bsinc24) |
+/// | `fast` | libswresample, 16 taps | Spool windowed sinc, 32 frames | ≥ 97 dB at 1 kHz, ≥ 52 dB near the top of the band | linear (its default) |
+/// | `balanced` | libswresample, 32 taps, cutoff 0.85 | Spool windowed sinc, 40 frames | ≥ 91 dB | 11th-order sinc (bsinc12) |
+/// | `high` | libsoxr HQ | Spool windowed sinc, 64 frames | ≥ 95 dB, aliasing ≤ −133 dB | 23rd-order sinc (bsinc24) |
 ///
 /// `high` is the default: it is the only level that keeps both aliasing and imaging below
 /// −90 dB at every conversion, so a file sounds the same on every output, and a voice at it

@@ -7,7 +7,7 @@ import Synchronization
 
 /// An OpenAL source fed with a queue of buffers, the OpenAL streaming model: the program
 /// enqueues `PCMBuffer`s; Spool converts them to the device's rate with the buffer queue's
-/// own converter (`VoiceResampler`: libsoxr HQ, libsamplerate for varispeed) and queues the
+/// own converter (`VoiceResampler`: libsoxr HQ, Spool's windowed sinc for varispeed) and queues the
 /// result on the source a few mixer updates ahead (`alBufferData`, `alSourceQueueBuffers`),
 /// and the pump unqueues what OpenAL has played (`AL_BUFFERS_PROCESSED`,
 /// `alSourceUnqueueBuffers`) and refills. Each `PCMBuffer` is handed back once its last

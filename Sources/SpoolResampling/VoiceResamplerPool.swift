@@ -5,7 +5,7 @@ import SpoolCore
 /// rates, block and declick lengths).
 ///
 /// Making a resampler makes every level's converters, which costs milliseconds (libsoxr's
-/// and libswresample's filters, three libsamplerate sinc converters); taking one from here
+/// and libswresample's filters, three windowed-sinc converters); taking one from here
 /// costs a lock and a restart, so a program that plays sound after sound on new voices, as
 /// effects do, pays for converters once. A voice gives its resampler back when it is freed,
 /// off the render thread (`give`); at most `capacity` are kept, the oldest let go first.

@@ -179,7 +179,14 @@ struct BufferQueueConcurrencyTests {
             return
         }
         try queue.stop(immediately: true)
-        if let offline { _ = try offline.render(frames: 256) }  // an offline stop hands back at the next render
+        // An offline stop hands back at the next render; the callbacks then arrive on the
+        // queue's callback thread, which a loaded machine may run late: wait for them (3 s).
+        let waitStart = HostTime.now()
+        repeat {
+            if let offline { _ = try offline.render(frames: 256) }
+            if storm.returned.withLock({ $0.count }) >= Self.enqueues { break }
+            usleep(10_000)
+        } while HostTime.seconds(from: waitStart, to: HostTime.now()) < 3
 
         #expect(storm.faults.withLock { $0 }.isEmpty, "\(label): \(storm.faults.withLock { $0 })")
         #expect(storm.enqueuerIsDone, "\(label): the enqueues did not all happen in time")

@@ -6,7 +6,7 @@ import Testing
 @testable import SpoolBenchmarks
 import SpoolTestSupport
 
-/// The libspeexdsp and libswresample converters keep the `RateConverter` contract: the length
+/// The libspeexdsp, libswresample and windowed-sinc converters keep the `RateConverter` contract: the length
 /// ⌈input × ratio⌉ after the flush, output frame `k` at input instant `k / ratio`, `delayFrames`
 /// naming the input sounding next, history forgotten on reset, bad parameters refused.
 @Suite("Library rate converters")
@@ -15,7 +15,10 @@ struct LibraryConverterTests {
     static let swresampleKinds: [RateConverterKind] = [
         .swrFilter8, .swrFilter16, .swrDefault, .swrFilter64, .swrFilter32Cutoff85, .swrFilter64Cutoff91,
     ]
-    static let kinds = speexKinds + swresampleKinds
+    /// Spool's own variable-ratio kinds, held to the same contract.
+    static let windowedSincKinds: [RateConverterKind] = [.windowedSinc32, .windowedSinc40, .windowedSinc64]
+    static let fixedKinds = speexKinds + swresampleKinds
+    static let kinds = fixedKinds + windowedSincKinds
 
     /// (input rate, output rate): up and down by small and large steps.
     static let conversions: [(Double, Double)] = [
@@ -28,7 +31,7 @@ struct LibraryConverterTests {
     static let alignedSNRFloorDB: [RateConverterKind: Double] = [
         .speexQ0: 58, .speexQ1: 67, .speexQ3: 91, .speexQ5: 104, .speexQ8: 111, .speexQ10: 128,
         .swrFilter8: 80, .swrFilter16: 94, .swrDefault: 96, .swrFilter64: 101, .swrFilter32Cutoff85: 89,
-        .swrFilter64Cutoff91: 123,
+        .swrFilter64Cutoff91: 123, .windowedSinc32: 80, .windowedSinc40: 95, .windowedSinc64: 95,
     ]
 
     // MARK: Length and time alignment
@@ -128,7 +131,7 @@ struct LibraryConverterTests {
         }
     }
 
-    @Test(arguments: kinds)
+    @Test(arguments: fixedKinds)
     func aFixedRatioKindIgnoresSetRatio(kind: RateConverterKind) throws {
         #expect(!kind.supportsVariableRatio)
         let converter = try makeRateConverter(kind, channelCount: 1, ratio: 48_000.0 / 44_100)

@@ -123,9 +123,13 @@ struct RateConverterTests {
 
     // MARK: Varispeed
 
-    @Test func varispeedSweepHasNoDiscontinuity() throws {
+    /// The kinds the engine's varispeed lane plays, and the default.
+    static let varispeedKinds: [RateConverterKind] = [.sincMedium, .windowedSinc32, .windowedSinc40, .windowedSinc64]
+
+    @Test(arguments: varispeedKinds)
+    func varispeedSweepHasNoDiscontinuity(kind: RateConverterKind) throws {
         // 1 kHz at 44.1 kHz, played at a rate sweeping 1.0 → 1.5 over 0.5 s, set every period.
-        let converter = try makeRateConverter(channelCount: 1, ratio: Self.cdToDevice)
+        let converter = try makeRateConverter(kind, channelCount: 1, ratio: Self.cdToDevice)
         let input = RateConverterSignal.tones([1_000], sampleRate: 44_100, frames: 88_200)
         let periodFrames = 512
         let sweepStart = 4_800, sweepFrames = 24_000, totalFrames = 48_000
