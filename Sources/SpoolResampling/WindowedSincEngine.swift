@@ -307,6 +307,19 @@ final class WindowedSincEngine: ResamplerEngine {
         }
     }
 
+    /// The coefficient at the fixed-point table point `position` (32 fraction bits), and the
+    /// step to the next tap's. (A function of its own, not a closure over `position`: a
+    /// closure capturing a variable boxes it on the heap in unoptimised builds.)
+    @inline(__always)
+    private static func coefficient(
+        _ pairs: UnsafeMutablePointer<SIMD2<Float>>, _ position: inout Int64, _ increment: Int64, _ toBlend: Float
+    ) -> Float {
+        let pair = pairs[Int(truncatingIfNeeded: position >> 32)]
+        let blend = Float(Int32(truncatingIfNeeded: (position & 0xFFFF_FFFF) >> 8)) * toBlend
+        position &+= increment
+        return pair.x + pair.y * blend
+    }
+
     /// One output frame below a ratio of 1: the filter stretched by `1 / stretch` over `taps`
     /// input frames, each tap's coefficient looked up and scaled by `stretch`.
     @inline(__always)
@@ -322,53 +335,43 @@ final class WindowedSincEngine: ResamplerEngine {
         let increment = stretch * points
         let start = (Double(1 - taps / 2) - fraction) * increment + Double(halfTaps) * points + Double(table.margin)
         let one = 4_294_967_296.0
-        let fixedStart = Int64(start * one), fixedIncrement = Int64(increment * one)
-        let toBlend = Float(1 / one)
-        @inline(__always) func coefficient(_ tap: Int) -> Float {
-            let position = fixedStart &+ Int64(tap) &* fixedIncrement
-            let pair = pairs[Int(truncatingIfNeeded: position >> 32)]
-            return pair.x + pair.y * (Float(UInt32(truncatingIfNeeded: position)) * toBlend)
-        }
+        let increment64 = Int64(increment * one)
+        var position = Int64(start * one)
+        // The blend from the 24 bits under the point: an Int32 converts in one instruction.
+        let toBlend = Float(1.0 / 16_777_216)
         let gain = Float(stretch)
         switch channelCount {
         case 1:
-            // Four taps at a time into four sums: no chain of dependent additions.
+            // Two taps at a time into two sums: half the chain of dependent additions.
+            var even: Float = 0, odd: Float = 0
+            var tap = 0
+            while tap + 2 <= taps {
+                even += Self.coefficient(pairs, &position, increment64, toBlend) * first[tap]
+                odd += Self.coefficient(pairs, &position, increment64, toBlend) * first[tap + 1]
+                tap += 2
+            }
+            if tap < taps { even += Self.coefficient(pairs, &position, increment64, toBlend) * first[tap] }
+            out[0] = (even + odd) * gain
+        case 2:
             var sums = SIMD4<Float>()
             var tap = 0
-            while tap + 4 <= taps {
-                let c = SIMD4(coefficient(tap), coefficient(tap + 1), coefficient(tap + 2), coefficient(tap + 3))
-                sums += c * UnsafeRawPointer(first + tap).loadUnaligned(as: SIMD4<Float>.self)
-                tap += 4
+            while tap + 2 <= taps {
+                let c0 = Self.coefficient(pairs, &position, increment64, toBlend), c1 = Self.coefficient(pairs, &position, increment64, toBlend)
+                sums += SIMD4(c0, c0, c1, c1) * UnsafeRawPointer(first + 2 * tap).loadUnaligned(as: SIMD4<Float>.self)
+                tap += 2
             }
-            var sum = sums.sum()
-            while tap < taps {
-                sum += coefficient(tap) * first[tap]
-                tap += 1
-            }
-            out[0] = sum * gain
-        case 2:
-            var sums = SIMD8<Float>()
-            var tap = 0
-            while tap + 4 <= taps {
-                let c0 = coefficient(tap), c1 = coefficient(tap + 1), c2 = coefficient(tap + 2), c3 = coefficient(tap + 3)
-                let c = SIMD8(c0, c0, c1, c1, c2, c2, c3, c3)
-                sums += c * UnsafeRawPointer(first + 2 * tap).loadUnaligned(as: SIMD8<Float>.self)
-                tap += 4
-            }
-            var left = sums[0] + sums[2] + sums[4] + sums[6]
-            var right = sums[1] + sums[3] + sums[5] + sums[7]
-            while tap < taps {
-                let c = coefficient(tap)
+            var left = sums[0] + sums[2], right = sums[1] + sums[3]
+            if tap < taps {
+                let c = Self.coefficient(pairs, &position, increment64, toBlend)
                 left += c * first[2 * tap]
                 right += c * first[2 * tap + 1]
-                tap += 1
             }
             out[0] = left * gain
             out[1] = right * gain
         default:
             for channel in 0..<channelCount { out[channel] = 0 }
             for tap in 0..<taps {
-                let c = coefficient(tap) * gain
+                let c = Self.coefficient(pairs, &position, increment64, toBlend) * gain
                 let frame = first + tap * channelCount
                 for channel in 0..<channelCount { out[channel] += c * frame[channel] }
             }
