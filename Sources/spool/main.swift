@@ -14,7 +14,7 @@ let usage = """
                                             play a file, or render it offline to WAV
       effects DIR [NAME...] [--backend queue|openal] [--output default|null|pulse[:SINK]|alsa:NAME]
                                             load a folder of sounds, play each, time each trigger
-      bench decode|cache|mix|latency|resample ...
+      bench decode|cache|mix|capacity|resample|latency|player|effects|stream|stretch|soak ...
                                             the benchmarks ('spool bench --help' lists them)
 
     'spool <command> --help' tells more.
