@@ -44,6 +44,27 @@ package final class Locked<Value: ~Copyable>: @unchecked Sendable {
     }
 }
 
+extension Locked {
+    /// Runs `body` with the value if the lock is free now; returns nil, without waiting, if
+    /// another thread holds it.
+    ///
+    /// - Parameter body: Reads or changes the value; it must not block for long.
+    /// - Returns: What `body` returns, or nil when the lock was taken.
+    /// - Throws: What `body` throws.
+    @inlinable
+    package func withLockIfAvailable<Result: ~Copyable, E: Error>(
+        _ body: (inout sending Value) throws(E) -> sending Result
+    ) throws(E) -> sending Result? {
+        guard let hooks = ThreadSanitizerHooks.current else { return try mutex.withLockIfAvailable(body) }
+        let token = UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque())
+        return try mutex.withLockIfAvailable { (value: inout sending Value) throws(E) -> sending Result in
+            hooks.acquire(token)
+            defer { hooks.release(token) }
+            return try body(&value)
+        }
+    }
+}
+
 /// ThreadSanitizer's annotation entry points, present only in a process built with
 /// `-sanitize=thread`; found with `dlsym`.
 @usableFromInline

@@ -1,5 +1,8 @@
 import Synchronization
 import SpoolCore
+#if canImport(Glibc)
+import Glibc
+#endif
 
 extension RenderThread {
     /// The render thread a real-time device runs, if any: the lifecycle ALSA and the null
@@ -8,6 +11,8 @@ extension RenderThread {
     final class Slot: Sendable {
         private let thread = Locked<RenderThread?>(nil)
         private let lastRealTime = Atomic<Bool>(false)
+        /// The render thread a `stop` is joining, with the lock held; 0 when none is.
+        private let joining = Atomic<UInt>(0)
         private let device: String
 
         /// - Parameter device: The device's name, for messages.
@@ -39,13 +44,24 @@ extension RenderThread {
 
         /// Stops the render thread and joins it, then runs `afterwards` under the lock. Does
         /// nothing (not even `afterwards`) when none runs.
+        ///
+        /// Called on the render thread itself (the last reference to what it renders went
+        /// there) while another thread's `stop` holds the lock and joins it, it returns at once:
+        /// that stop ends the thread, and waiting for its lock would wait for ever.
         func stop(afterwards: () -> Void = {}) {
-            thread.withLock { thread in
-                guard let running = thread else { return }
-                running.stop()
-                lastRealTime.store(running.isRealTime, ordering: .relaxed)
-                thread = nil
-                afterwards()
+            let caller = UInt(pthread_self())
+            while joining.load(ordering: .acquiring) != caller {
+                let stopped: Void? = thread.withLockIfAvailable { thread in
+                    guard let running = thread else { return }
+                    joining.store(running.id, ordering: .releasing)
+                    running.stop()
+                    joining.store(0, ordering: .releasing)
+                    lastRealTime.store(running.isRealTime, ordering: .relaxed)
+                    thread = nil
+                    afterwards()
+                }
+                if stopped != nil { return }
+                usleep(100)  // another control call holds the lock: it is brief, or it joins this thread
             }
         }
     }

@@ -17,6 +17,8 @@ final class RenderThread: Sendable {
     private let realTime = Atomic<Bool>(false)
     private let joined = Atomic<Bool>(false)
     private let threadID = Atomic<UInt>(0)
+    /// The thread's `pthread_t`, 0 until it has started.
+    var id: UInt { threadID.load(ordering: .acquiring) }
 
     /// Whether the body has returned (by itself or after `stop()`).
     var hasFinished: Bool { finished.load(ordering: .acquiring) }

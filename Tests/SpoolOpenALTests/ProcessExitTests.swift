@@ -3,6 +3,7 @@ import SoundServerTestSupport
 import SpoolCore
 import SpoolOpenAL
 import SpoolOutput
+import SpoolTestSupport
 import Testing
 
 /// A process that exits while OpenAL devices are open and in use exits cleanly: OpenAL Soft's
@@ -55,9 +56,11 @@ struct ProcessExitTests {
         process.standardOutput = FileHandle.nullDevice
         process.standardError = err
         try process.run()
+        let watchdog = HangWatchdog(processIdentifier: process.processIdentifier)
         let stderr = err.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: stderr, as: UTF8.self))
+        watchdog.finish()
+        return (process.terminationStatus, String(decoding: stderr, as: UTF8.self) + watchdog.note)
     }
 
     /// The child's part, run only in a child process: a device playing a tone, a thread making

@@ -40,11 +40,14 @@ struct Tool {
         process.standardOutput = out
         process.standardError = err
         try process.run()
+        let watchdog = HangWatchdog(processIdentifier: process.processIdentifier)
         // Read before waiting so a large output cannot fill the pipe and stall the child.
         let stdout = out.fileHandleForReading.readDataToEndOfFile()
         let stderr = err.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        return Result(status: process.terminationStatus, stdout: stdout, stderr: String(decoding: stderr, as: UTF8.self))
+        watchdog.finish()
+        return Result(status: process.terminationStatus, stdout: stdout,
+                      stderr: String(decoding: stderr, as: UTF8.self) + watchdog.note)
     }
 
     static func fixture(_ name: String) -> String { fixtures.appendingPathComponent(name).path }
