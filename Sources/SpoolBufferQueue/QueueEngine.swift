@@ -1,5 +1,6 @@
 import Foundation
 import SpoolCore
+import SpoolResampling
 import Synchronization
 
 /// Mixes every running `BufferQueue` into one output device: converts each queue's rate and
@@ -118,6 +119,7 @@ public final class QueueEngine: RewindingRenderer, Sendable {
         slots = SlotTable(capacity: count)
         pump = CallbackPump()
         pump.engine = self
+        prepareRateConverters()
     }
 
     deinit {

@@ -2,6 +2,7 @@ internal import COpenAL
 import Foundation
 import SpoolCore
 import SpoolOutput
+import SpoolResampling
 import Synchronization
 
 /// An OpenAL Soft output device with its one context: the sound server (the default or a
@@ -178,6 +179,7 @@ public final class OpenALDevice: Sendable {
         self.kind = kind
         self.sourceLimit = sourceLimit
         hostTimeBase = HostTime.now()
+        prepareRateConverters()
         // Placed from the calibration every device shares; measured before the first device
         // opens, so that a failure there is this call's.
         _ = try PanCalibration.shared.get()

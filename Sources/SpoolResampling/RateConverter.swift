@@ -1,3 +1,4 @@
+import Dispatch
 import SpoolCore
 import Synchronization
 
@@ -214,6 +215,19 @@ func makeSampleRateConverter(
     return StreamingRateConverter(engine: engine, kind: kind, channelCount: channelCount, ratio: ratio)
 }
 
+/// Makes what rate converters share across the process (the windowed-sinc tables, a few
+/// milliseconds once), so that the first converted voice does not wait for it: on a
+/// background queue when an engine or device is made (a voice made before it has finished
+/// waits for it), or at once where the caller can afford it (`wait`: sound effects, whose
+/// first trigger is timed, do it while they are set up).
+package func prepareRateConverters(wait: Bool = false) {
+    if wait {
+        _ = WindowedSincEngine.warmedUp
+    } else {
+        DispatchQueue.global(qos: .utility).async { _ = WindowedSincEngine.warmedUp }
+    }
+}
+
 /// `makeRateConverter` for a windowed-sinc kind, as its concrete type: what the queue engine's
 /// varispeed lane holds, for the position controls.
 /// - Throws: As `makeRateConverter`.
@@ -224,6 +238,7 @@ func makeWindowedSincConverter(
     guard let design = kind.windowedSincDesign else {
         throw AudioError(.invalidParameter, "\(kind) is not a windowed-sinc converter")
     }
+    _ = WindowedSincEngine.warmedUp
     let engine = WindowedSincEngine(table: WindowedSincEngine.table(for: design), channelCount: channelCount, ratio: ratio)
     return StreamingRateConverter(engine: engine, kind: kind, channelCount: channelCount, ratio: ratio)
 }

@@ -62,7 +62,9 @@ final class WindowedSincEngine: ResamplerEngine {
             flat.initialize(repeating: 0)
             let besselBeta = Self.besselI0(design.beta)
             var sum = 0.0
-            for i in 0...span {
+            let values = flat.baseAddress! + margin
+            // The filter is even: each point from the left end to the middle, mirrored.
+            for i in 0...(span / 2) {
                 let x = Double(i) / Double(points) - Double(half)
                 let edge = x / Double(half)
                 guard abs(edge) < 1 else { continue }
@@ -70,25 +72,29 @@ final class WindowedSincEngine: ResamplerEngine {
                 let y = design.cutoff * x
                 let sinc = y == 0 ? 1 : sin(Double.pi * y) / (Double.pi * y)
                 let value = design.cutoff * sinc * window
-                flat[margin + i] = Float(value)
-                sum += value
+                values[i] = Float(value)
+                values[span - i] = Float(value)
+                sum += i == span / 2 ? value : 2 * value
             }
             // The taps of one output frame sum to the table's points summed over one frame.
             let gain = Float(Double(points) / sum)
-            for i in 0..<flat.count { flat[i] *= gain }
+            let all = flat.baseAddress!
+            for i in 0..<flat.count { all[i] *= gain }
             pairs = .allocate(capacity: flat.count - 1)
-            for i in 0..<pairs.count { pairs[i] = SIMD2(flat[i], flat[i + 1] - flat[i]) }
+            let pair = pairs.baseAddress!
+            for i in 0..<pairs.count { pair[i] = SIMD2(all[i], all[i + 1] - all[i]) }
 
             let taps = 2 * half
             let rows = points + 2
             monoRows = .allocate(capacity: rows * taps)
             stereoRows = .allocate(capacity: rows * taps * 2)
+            let mono = monoRows.baseAddress!, stereo = stereoRows.baseAddress!
             for row in 0..<rows {
                 for tap in 0..<taps {
-                    let value = flat[margin + tap * points + row]
-                    monoRows[row * taps + tap] = value
-                    stereoRows[(row * taps + tap) * 2] = value
-                    stereoRows[(row * taps + tap) * 2 + 1] = value
+                    let value = values[tap * points + row]
+                    mono[row * taps + tap] = value
+                    stereo[(row * taps + tap) * 2] = value
+                    stereo[(row * taps + tap) * 2 + 1] = value
                 }
             }
         }
@@ -104,7 +110,7 @@ final class WindowedSincEngine: ResamplerEngine {
         static func besselI0(_ x: Double) -> Double {
             var sum = 1.0, term = 1.0, k = 1.0
             let quarter = x * x / 4
-            while term > sum * 1e-17 {
+            while term > sum * 1e-12 {  // far below a Float's precision
                 term *= quarter / (k * k)
                 sum += term
                 k += 1
@@ -151,6 +157,33 @@ final class WindowedSincEngine: ResamplerEngine {
     deinit { window.deallocate() }
 
     private static let tables = Locked<[Design: Table]>([:])
+
+    /// Every windowed-sinc kind's table made and every code path run once, on the first use
+    /// in the process: the tables take milliseconds to make, and unoptimised builds make the
+    /// vector types' metadata on first use, which allocates. Neither may fall on a render
+    /// thread or on a voice's start (`prepareRateConverters` starts this in the background).
+    static let warmedUp: Void = {
+        for kind in [RateConverterKind.windowedSinc32, .windowedSinc40, .windowedSinc64] {
+            guard let design = kind.windowedSincDesign else { continue }
+            let table = table(for: design)
+            for channels in [1, 2, 3] {
+                let engine = WindowedSincEngine(table: table, channelCount: channels, ratio: 1.5)
+                // A few frames down each path (either side of a ratio of 1, and the drain).
+                let input = [Float](repeating: 0, count: 128 * channels)
+                var output = [Float](repeating: 0, count: 4 * channels)
+                input.withUnsafeBufferPointer { input in
+                    output.withUnsafeMutableBufferPointer { output in
+                        for ratio in [1.5, 0.7] {
+                            engine.jump(to: ratio)
+                            _ = engine.convert(input: input.baseAddress, inputFrames: 128, output: output.baseAddress!,
+                                               outputCapacity: 4)
+                        }
+                        _ = engine.convert(input: nil, inputFrames: 0, output: output.baseAddress!, outputCapacity: 4)
+                    }
+                }
+            }
+        }
+    }()
 
     /// The tables for `design`, made on first use and kept for the process.
     static func table(for design: Design) -> Table {

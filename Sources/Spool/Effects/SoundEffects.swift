@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import SpoolCore
 import SpoolDecoding
+import SpoolResampling
 
 /// The output short sounds play on (System Sound Services' one shared output): a back-end,
 /// voices at the back-end's own format kept for reuse, and a limit on how many sounds play at
@@ -72,6 +73,7 @@ public final class SoundEffects: Sendable {
         cache = try BufferCache(budgetBytes: cacheBudgetBytes)
         self.eventQueue = eventQueue ?? DispatchQueue(label: "spool.effects.events")
         membership.join(self)
+        prepareRateConverters(wait: true)  // not on the first trigger
     }
 
     /// The session the sounds belong to (`AudioSession.shared` until set). Short sounds mix
