@@ -27,7 +27,8 @@ public func runInFreshProcess(filter: String, environment extra: [String: String
     return (process.terminationStatus, output + watchdog.note)
 }
 
-/// Kills a child process that has not ended after `seconds` (SIGKILL), so that a child that
+/// Kills a child process that has not ended after `seconds` (SIGKILL; 10 min by default, beyond
+/// what a benchmark run by a test takes under a sanitizer), so that a child that
 /// hangs fails its test in bounded time instead of holding the whole run: start it right after
 /// `Process.run()`, call `finish()` once `waitUntilExit()` returns, and add `note` to what the
 /// test reports.
@@ -36,7 +37,7 @@ public final class HangWatchdog: Sendable {
     private let killed = Atomic<Bool>(false)
     private let seconds: Double
 
-    public init(processIdentifier: Int32, seconds: Double = 120) {
+    public init(processIdentifier: Int32, seconds: Double = 600) {
         self.seconds = seconds
         DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { [self] in
             guard !ended.load(ordering: .acquiring) else { return }
