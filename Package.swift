@@ -59,6 +59,8 @@ let package = Package(
         .systemLibrary(
             name: "CPulse", path: "Sources/CPulse",
             providers: [.apt(["libpulse-dev"])]),
+        // glibc's <malloc.h> (mallinfo2), for the soak benchmark: part of libc, nothing to link.
+        .systemLibrary(name: "CMalloc", path: "Sources/CMalloc"),
         // SoundTouch's C wrapper library: no pkg-config file names it (soundtouch.pc is the C++ one).
         .systemLibrary(
             name: "CSoundTouch", path: "Sources/CSoundTouch",
@@ -79,7 +81,8 @@ let package = Package(
                 dependencies: ["SpoolCore", "SpoolDecoding", "SpoolResampling", "SpoolOutput", "SpoolBufferQueue",
                                "SpoolOpenAL"]),
         // Every `spool bench` measurement and the one harness they share; not a product.
-        .target(name: "SpoolBenchmarks", dependencies: ["Spool", "SpoolCore", "SpoolResampling", "SpoolOpenAL"]),
+        .target(name: "SpoolBenchmarks", dependencies: ["Spool", "SpoolCore", "SpoolResampling", "SpoolOpenAL",
+                                                  "CMPG123", "CVorbisFile", "COpusFile", "CSndFile", "CMalloc"]),
         .executableTarget(name: "spool", dependencies: ["Spool", "SpoolBenchmarks"]),
 
         // MARK: - Examples

@@ -8,9 +8,10 @@ package enum BenchCommand {
         usage: spool bench <benchmark> [options]
 
         benchmarks:
-          decode FILE... [--repeat N] [--json PATH]
+          decode FILE... [--repeat N] [--in-process] [--json PATH]
                 'spool decode FILE --output -' against the reference decoder for its format
-                (mpg123, oggdec, flac, sox, opusdec), both whole processes timed alike
+                (mpg123, oggdec, flac, sox, opusdec), both whole processes timed alike;
+                --in-process: Spool's decode loop against the bare C library's, one process
           cache [DIR] [--budget-mb N] [--repeat N] [--hits N] [--json PATH]
                 buffer cache on a folder (default Fixtures): cold load serial vs parallel,
                 hit latency p50/p99, bytes held against the budget (N MiB, default 64)

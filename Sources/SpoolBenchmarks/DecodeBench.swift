@@ -42,10 +42,13 @@ enum DecodeBench {
     }
 
     static func run(_ words: [String]) throws {
-        guard let bench = try BenchInvocation(words, valued: ["repeat"]) else { return }
+        guard let bench = try BenchInvocation(words, valued: ["repeat"], switches: ["in-process"]) else { return }
         let args = bench.arguments
         guard !args.operands.isEmpty else { throw UsageError("bench decode needs at least one FILE") }
         let repeats = try args.int("repeat", in: 1...1000) ?? 5
+        if args.has("in-process") {
+            return try DecodeLoopBench.run(bench, paths: args.operands, repeats: repeats)
+        }
         let spool = ProcessTimer.selfExecutable
         let sink = ProcessTimer.discardingSink
         var rows: [Row] = []

@@ -3,6 +3,7 @@ import Spool
 
 #if canImport(Glibc)
 import Glibc
+internal import CMalloc
 #endif
 
 /// `spool bench soak`: Spool run for a long time the way a program uses it, with its resident
@@ -26,6 +27,10 @@ enum SoakBench {
     struct Sample: Codable {
         let second: Int
         let residentKiB: Int
+        /// What the program holds from malloc (`mallinfo2`: in use in every arena and mapped
+        /// blocks): growth here is memory still reachable, where growth of the resident set
+        /// alone is the allocator's (freed memory kept in arenas, fragmentation).
+        let heapInUseKiB: Int
         let threads: Int
         let descriptors: Int
     }
@@ -35,6 +40,8 @@ enum SoakBench {
         let warmUpSeconds: Int
         let samples: [Sample]
         let residentGrowthKiB: Int
+        /// The heap in use at the end less at the warm-up's end.
+        let heapGrowthKiB: Int
         let threadsAtWarmUp: Int
         let threadsAtEnd: Int
         let descriptorsAtWarmUp: Int
@@ -225,11 +232,12 @@ enum SoakBench {
                 second += 1
                 let due = start.addingTimeInterval(Double(second))
                 if due > Date() { Thread.sleep(until: due) }
-                let sample = Sample(second: second, residentKiB: PlayerBench.residentKiB(), threads: count("/proc/self/task"),
-                                    descriptors: count("/proc/self/fd"))
+                let sample = Sample(second: second, residentKiB: PlayerBench.residentKiB(), heapInUseKiB: heapInUseKiB(),
+                                    threads: count("/proc/self/task"), descriptors: count("/proc/self/fd"))
                 samples.append(sample)
                 if second % 60 == 0 {
-                    print("soak: \(second / 60) min: resident \(sample.residentKiB / 1024) MiB, \(sample.threads) threads, "
+                    print("soak: \(second / 60) min: resident \(sample.residentKiB / 1024) MiB, heap in use "
+                          + "\(sample.heapInUseKiB / 1024) MiB, \(sample.threads) threads, "
                           + "\(sample.descriptors) descriptors, \(cyclesDone.withLock { $0 }) cycles")
                 }
                 let stuck = watchdog.stuck(over: 10_000_000_000)
@@ -259,7 +267,8 @@ enum SoakBench {
             .map { "\($0.key) \(String(format: "%.1f", $0.value / 60)) min" }.joined(separator: ", ")
         print("soak: \(report.passed ? "PASSED" : "FAILED") after \(String(format: "%g", minutes)) min: resident set "
               + "\(String(format: "%+.2f", Double(report.residentGrowthKiB) / 1024)) MiB after warm-up "
-              + "(\(samples.first.map { $0.residentKiB / 1024 } ?? 0)→\(samples.last.map { $0.residentKiB / 1024 } ?? 0) MiB); "
+              + "(\(samples.first.map { $0.residentKiB / 1024 } ?? 0)→\(samples.last.map { $0.residentKiB / 1024 } ?? 0) MiB), "
+              + "heap in use \(String(format: "%+.2f", Double(report.heapGrowthKiB) / 1024)) MiB; "
               + "threads \(report.threadsAtWarmUp)→\(report.threadsAtEnd); descriptors \(report.descriptorsAtWarmUp)→"
               + "\(report.descriptorsAtEnd); \(report.cycles) cycles, \(report.effectsStarted) effect rounds, offline \(offline); "
               + "longest call \(String(format: "%.1f", report.longestCallMs)) ms (\(report.longestCall)); "
@@ -269,6 +278,12 @@ enum SoakBench {
 
     /// One player's life on a real-time back-end: made, played, moved, paused, played again,
     /// then stopped or simply released; each call timed by the watchdog.
+    /// Bytes the program holds from malloc, in KiB.
+    static func heapInUseKiB() -> Int {
+        let info = mallinfo2()
+        return (info.uordblks + info.hblkhd) / 1024
+    }
+
     static func cycle(_ name: String, _ file: URL, _ backend: any PlaybackBackend, watchdog: Watchdog,
                       random: inout SystemRandomNumberGenerator) {
         var made: AudioPlayer?
@@ -324,7 +339,7 @@ enum SoakBench {
     static func summarize(_ samples: [Sample], warmUp: Int, minutes: Double, cycles: Int, effects: Int,
                           offline: [String: Double], watchdog: Watchdog) -> Report {
         let after = samples.filter { $0.second >= warmUp }
-        let base = after.first ?? samples.last ?? Sample(second: 0, residentKiB: 0, threads: 0, descriptors: 0)
+        let base = after.first ?? samples.last ?? Sample(second: 0, residentKiB: 0, heapInUseKiB: 0, threads: 0, descriptors: 0)
         let end = samples.last ?? base
         let growth = (after.map(\.residentKiB).max() ?? base.residentKiB) - base.residentKiB
         var failures = watchdog.failures
@@ -336,6 +351,7 @@ enum SoakBench {
         }
         let longest = watchdog.longest
         return Report(minutes: minutes, warmUpSeconds: warmUp, samples: samples, residentGrowthKiB: growth,
+                      heapGrowthKiB: end.heapInUseKiB - base.heapInUseKiB,
                       threadsAtWarmUp: base.threads, threadsAtEnd: end.threads, descriptorsAtWarmUp: base.descriptors,
                       descriptorsAtEnd: end.descriptors, cycles: cycles, effectsStarted: effects,
                       offlineAudioSeconds: offline, longestCallMs: longest.milliseconds, longestCall: longest.name,
