@@ -59,7 +59,8 @@ let package = Package(
         .systemLibrary(
             name: "CPulse", path: "Sources/CPulse",
             providers: [.apt(["libpulse-dev"])]),
-        // glibc's <malloc.h> (mallinfo2), for the soak benchmark: part of libc, nothing to link.
+        // glibc's <malloc.h> (mallopt, mallinfo2): AllocatorPolicy and the soak benchmark. Part
+        // of libc, nothing to link.
         .systemLibrary(name: "CMalloc", path: "Sources/CMalloc"),
         // SoundTouch's C wrapper library: no pkg-config file names it (soundtouch.pc is the C++ one).
         .systemLibrary(
@@ -68,7 +69,7 @@ let package = Package(
 
         // MARK: - Targets
 
-        .target(name: "SpoolCore"),
+        .target(name: "SpoolCore", dependencies: ["CMalloc"]),
         .target(name: "SpoolDecoding", dependencies: ["SpoolCore", "CMPG123", "CVorbisFile", "CSndFile", "COpusFile", "CFLAC"]),
         // The rate converters both back-ends use, so that they convert alike.
         .target(name: "SpoolResampling", dependencies: ["SpoolCore", "CSoxr", "CSampleRate", "CSpeexDSP", "CSwresample", "CSoundTouch"]),

@@ -33,6 +33,10 @@ if ProcessInfo.processInfo.environment["SPOOL_DIAGNOSTICS"].map({ !$0.isEmpty })
 // than raising SIGXFSZ, which would end the tool with a file cut anywhere.
 signal(SIGXFSZ, SIG_IGN)
 
+// Players come and go for as long as the tool runs (a playlist, a soak): their large buffers
+// are each mapped on their own, not left in the heap arenas (AllocatorPolicy).
+try? AllocatorPolicy.fixLargeBlockThreshold()
+
 var words = Array(CommandLine.arguments.dropFirst())
 guard let command = words.first else {
     printError(usage)
