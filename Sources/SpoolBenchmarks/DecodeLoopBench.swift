@@ -186,8 +186,12 @@ enum BareDecoder {
             while true {
                 let got = Int(ov_read_float(&file, &planes, Int32(chunkFrames), &section))
                 if got == 0 { break }
-                if got < 0 { continue }  // a hole: libvorbisfile goes on past it
-                guard let planes else { throw failed("ov_read_float", got) }
+                if got == Int(OV_HOLE) { continue }  // libvorbisfile goes on past a hole
+                guard got > 0, let planes else { throw failed("ov_read_float", got) }
+                // A chained stream whose link has other channels than the first: not this loop's case.
+                guard Int(ov_info(&file, -1)?.pointee.channels ?? 0) == channels else {
+                    throw AudioError(.formatChanged, "\(path): a link with other channels than \(channels); the bare loop reads one layout")
+                }
                 if channels == 2, let left = planes[0], let right = planes[1] {
                     for frame in 0..<got {
                         buffer[2 * frame] = left[frame]

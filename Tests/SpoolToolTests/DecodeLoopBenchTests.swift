@@ -38,6 +38,19 @@ struct DecodeLoopBenchTests {
         #expect(differing == nil, "\(name): first differing sample at \(differing ?? 0) (frame \((differing ?? 0) / channels))")
     }
 
+    /// libvorbisfile hands back as many planes as the current link has: a link with fewer
+    /// channels than the first is refused, not read past its planes.
+    @Test func aChainWhoseChannelsChangeIsRefusedNotMisread() throws {
+        let path = Tool.fixture("ogg/chained-fewer-channels-raised-granule.ogg")
+        let channels = try DecoderRegistry.shared.open(path: path).format.channelCount
+        var buffer = [Float](repeating: 0, count: 1_000 * channels)
+        #expect {
+            try buffer.withUnsafeMutableBufferPointer { try BareDecoder.vorbisfile.decode(path: path, into: $0, channels: channels) }
+        } throws: { error in
+            (error as? AudioError)?.code == .formatChanged
+        }
+    }
+
     @Test func theRowsSayTheCountsAgreeAndTheRatioIsTheMedians() throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("spool-bench-loop-\(UUID())")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
