@@ -48,7 +48,7 @@ decoding=$(find Sources/SpoolDecoding -name '*.swift' | sort)
 sources=$(cat Sources/SpoolCore/*.swift $decoding Fuzz/*.swift Sources/C*/shim.h | sha256sum)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$sources" ]; then
     echo "fuzz: building SpoolCore and SpoolDecoding"
-    swiftc "${flags[@]}" -module-name SpoolCore -emit-module -emit-module-path "$out/SpoolCore.swiftmodule" \
+    swiftc "${flags[@]}" "${cmodules[@]}" -module-name SpoolCore -emit-module -emit-module-path "$out/SpoolCore.swiftmodule" \
         -emit-library -static -o "$out/libSpoolCore.a" Sources/SpoolCore/*.swift
     swiftc "${flags[@]}" "${cmodules[@]}" "${ccflags[@]}" -module-name SpoolDecoding -emit-module \
         -emit-module-path "$out/SpoolDecoding.swiftmodule" -emit-library -static -o "$out/libSpoolDecoding.a" \
