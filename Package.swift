@@ -59,7 +59,7 @@ let package = Package(
         .systemLibrary(
             name: "CPulse", path: "Sources/CPulse",
             providers: [.apt(["libpulse-dev"])]),
-        // glibc's <malloc.h> (mallopt, mallinfo2): AllocatorPolicy and the soak benchmark. Part
+        // glibc's <malloc.h> (mallopt, mallinfo2), for AllocatorPolicy (the soak reads it there). Part
         // of libc, nothing to link.
         .systemLibrary(name: "CMalloc", path: "Sources/CMalloc"),
         // SoundTouch's C wrapper library: no pkg-config file names it (soundtouch.pc is the C++ one).
@@ -83,7 +83,7 @@ let package = Package(
                                "SpoolOpenAL"]),
         // Every `spool bench` measurement and the one harness they share; not a product.
         .target(name: "SpoolBenchmarks", dependencies: ["Spool", "SpoolCore", "SpoolResampling", "SpoolOpenAL",
-                                                  "CMPG123", "CVorbisFile", "COpusFile", "CSndFile", "CMalloc"]),
+                                                  "CMPG123", "CVorbisFile", "COpusFile", "CSndFile"]),
         .executableTarget(name: "spool", dependencies: ["Spool", "SpoolBenchmarks"]),
 
         // MARK: - Examples

@@ -97,7 +97,8 @@ enum DecodeBench {
 
     private static func ms(_ seconds: Double) -> String { String(format: "%.1f", seconds * 1000) }
 
-    private static func median(_ sorted: [Double]) -> Double {
+    /// The median of values already sorted.
+    static func median(_ sorted: [Double]) -> Double {
         let n = sorted.count
         return n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2
     }

@@ -89,11 +89,11 @@ enum DecodeLoopBench {
             rows.append(Row(
                 file: path, codec: info.codec, library: bare.library, spoolFrames: spoolFrames, bareFrames: bareFrames,
                 repeats: repeats,
-                spoolMedianCPUSeconds: median(a), spoolMinCPUSeconds: a[0], spoolMaxCPUSeconds: a[a.count - 1],
-                spoolMedianWallSeconds: median(ours.map(\.wallSeconds).sorted()),
-                bareMedianCPUSeconds: median(b), bareMinCPUSeconds: b[0], bareMaxCPUSeconds: b[b.count - 1],
-                bareMedianWallSeconds: median(theirs.map(\.wallSeconds).sorted()),
-                ratio: median(b) / median(a)))
+                spoolMedianCPUSeconds: DecodeBench.median(a), spoolMinCPUSeconds: a[0], spoolMaxCPUSeconds: a[a.count - 1],
+                spoolMedianWallSeconds: DecodeBench.median(ours.map(\.wallSeconds).sorted()),
+                bareMedianCPUSeconds: DecodeBench.median(b), bareMinCPUSeconds: b[0], bareMaxCPUSeconds: b[b.count - 1],
+                bareMedianWallSeconds: DecodeBench.median(theirs.map(\.wallSeconds).sorted()),
+                ratio: DecodeBench.median(b) / DecodeBench.median(a)))
         }
         print("in one process, open to last frame into a 4096-frame Float32 buffer: CPU time of the measuring thread, median of \(repeats) alternating runs (spread: fastest–slowest); observed")
         print(BenchTable.render(
@@ -117,10 +117,6 @@ enum DecodeLoopBench {
 
     private static func ms(_ seconds: Double) -> String { String(format: "%.2f", seconds * 1000) }
 
-    private static func median(_ sorted: [Double]) -> Double {
-        let n = sorted.count
-        return n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2
-    }
 }
 
 /// The C library Spool's decoder for a format wraps, called directly: the least a decode of

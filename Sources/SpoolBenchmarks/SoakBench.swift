@@ -3,7 +3,6 @@ import Spool
 
 #if canImport(Glibc)
 import Glibc
-internal import CMalloc
 #endif
 
 /// `spool bench soak`: Spool run for a long time the way a program uses it, with its resident
@@ -279,10 +278,7 @@ enum SoakBench {
     /// One player's life on a real-time back-end: made, played, moved, paused, played again,
     /// then stopped or simply released; each call timed by the watchdog.
     /// Bytes the program holds from malloc, in KiB.
-    static func heapInUseKiB() -> Int {
-        let info = mallinfo2()
-        return (info.uordblks + info.hblkhd) / 1024
-    }
+    static func heapInUseKiB() -> Int { AllocatorPolicy.bytesInUse / 1024 }
 
     static func cycle(_ name: String, _ file: URL, _ backend: any PlaybackBackend, watchdog: Watchdog,
                       random: inout SystemRandomNumberGenerator) {

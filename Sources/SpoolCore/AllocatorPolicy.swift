@@ -49,4 +49,15 @@ extension AllocatorPolicy {
         return 0
         #endif
     }
+
+    /// Bytes the program holds from the C allocator: in use in every arena, and the blocks
+    /// mapped on their own (`mallinfo2`).
+    package static var bytesInUse: Int {
+        #if canImport(Glibc)
+        let info = mallinfo2()
+        return info.uordblks + info.hblkhd
+        #else
+        return 0
+        #endif
+    }
 }
