@@ -68,7 +68,7 @@ struct BufferQueueConcurrencyTests {
     /// How long the threads run at most. A sanitizer slows every call several times over (under
     /// ThreadSanitizer the offline case did 982 of its 1 000 enqueues in 8 s), so it gets longer.
     static let stormSeconds: Double =
-        ProcessInfo.processInfo.environment["SPOOL_SANITIZER"].map { !$0.isEmpty } ?? false ? 30 : 8
+        TestEnvironment.underSanitizer ? 30 : 8
 
     @Test(arguments: Device.allCases, [48_000.0, 44_100])
     func oneQueueCalledFromManyThreadsAtOnceHandsEveryBufferBackOnce(_ device: Device, sourceRate: Double) throws {

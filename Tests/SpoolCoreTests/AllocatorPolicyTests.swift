@@ -21,7 +21,7 @@ struct AllocatorPolicyTests {
 
     /// The child: frees a 1 MiB block (which raises glibc's threshold to 1 MiB unless it is
     /// fixed), then says whether a 256 KiB block made after it was mapped on its own.
-    @Test(.disabled(if: ProcessInfo.processInfo.environment["SPOOL_SANITIZER"].map { !$0.isEmpty } ?? false,
+    @Test(.disabled(if: TestEnvironment.underSanitizer,
                     "a sanitizer brings its own allocator"))
     func aLargeBlockAfterALargerOneIsFreedIsStillMappedOnItsOwn() throws {
         if let mode = ProcessInfo.processInfo.environment[Self.childVariable] {

@@ -1,6 +1,7 @@
 import Foundation
 import SpoolCore
 @testable import SpoolDecoding
+import SpoolTestSupport
 
 /// How a test cuts a stream into the pieces it feeds a `StreamParser`.
 enum Pieces: CustomStringConvertible, Sendable {
@@ -18,7 +19,7 @@ enum Pieces: CustomStringConvertible, Sendable {
         ? [.whole, .random(seed: 7, maximum: 4_096), .random(seed: 99, maximum: 17)]
         : [.whole, .single, .random(seed: 7, maximum: 4_096), .random(seed: 99, maximum: 17)]
 
-    static let underSanitizer = ProcessInfo.processInfo.environment["SPOOL_SANITIZER"].map { !$0.isEmpty } ?? false
+    static let underSanitizer = TestEnvironment.underSanitizer
 
     var description: String {
         switch self {

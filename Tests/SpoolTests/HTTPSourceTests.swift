@@ -62,8 +62,7 @@ struct HTTPSourceTests {
         var generator = SplitMix(seed: 7)
         // 20 000 tripped the trap in every run with the cache on; the sanitized runs, ten times
         // slower, take fewer.
-        let sanitized = ProcessInfo.processInfo.environment["SPOOL_SANITIZER"].map { !$0.isEmpty } ?? false
-        for _ in 0..<(sanitized ? 2_000 : 20_000) {
+        for _ in 0..<(TestEnvironment.underSanitizer ? 2_000 : 20_000) {
             try source.seek(toByte: Int(generator.next() % UInt64(file.count - 4096)))
         }
         let offset = file.count / 3

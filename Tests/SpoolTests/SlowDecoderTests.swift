@@ -13,7 +13,7 @@ import Testing
 /// checked, not how often it ran dry.
 @Suite("A decoder slower than a period", .serialized)
 struct SlowDecoderTests {
-    static let underSanitizer = ProcessInfo.processInfo.environment["SPOOL_SANITIZER"].map { !$0.isEmpty } ?? false
+    static let underSanitizer = TestEnvironment.underSanitizer
 
     /// `inner`, but the read that reaches `stallFrame` first sleeps `stall` seconds.
     final class StallingDecoder: AudioDecoder {

@@ -151,7 +151,7 @@ struct StreamingPlayerTests {
 /// timing. What they play is checked everywhere; how often they buffer, only unsanitized.
 @Suite("AudioPlayer streaming in real time", .serialized)
 struct StreamingRealTimeTests {
-    static let underSanitizer = ProcessInfo.processInfo.environment["SPOOL_SANITIZER"].map { !$0.isEmpty } ?? false
+    static let underSanitizer = TestEnvironment.underSanitizer
 
     /// A link at half the audio's rate, rendered in step with the wall clock: the player
     /// buffers at the start and again mid-stream, plays silence meanwhile, and what it plays
