@@ -220,13 +220,17 @@ struct PulseAudioTests {
               + "render-to-heard lead (last 20) \(leads.min() ?? 0)…\(leads.max() ?? 0) s; xruns \(device.xrunCount); "
               + "events \(events); render-loop allocations over 12 periods: \(renderer.allocations.map(String.init) ?? "not measured")")
         // A period is rendered once the device has room for it, so it is heard behind the
-        // other P−1 periods (snd_pcm_delay; measured within 0.2 ms of it): the median at least
-        // (P−1½) periods (a late wake-up leaves less), never more than the whole buffer.
+        // other P−1 periods (snd_pcm_delay; measured within 0.2 ms of it; 9.7–10.4 ms at 256×3
+        // on an idle machine). A late wake-up leaves less: with the other real-time suites
+        // running beside it, every wake-up of a run came 2–3 ms late (6.4–8.0 ms), no underrun.
+        // So the median at least (P−2) periods and at least one: rendered ahead, never just in
+        // time, and never more than the whole buffer.
         let period = Double(device.periodFrames) / 48_000, buffer = Double(device.bufferFrames) / 48_000
         let sortedLeads = leads.sorted()
         #expect(sortedLeads.count == 20)
-        #expect(sortedLeads[sortedLeads.count / 2] >= buffer - 1.5 * period,
-                "median render-to-heard lead \(sortedLeads[sortedLeads.count / 2]) s, under \(buffer - 1.5 * period) s")
+        let leastLead = max(buffer - 2 * period, period)
+        #expect(sortedLeads[sortedLeads.count / 2] >= leastLead,
+                "median render-to-heard lead \(sortedLeads[sortedLeads.count / 2]) s, under \(leastLead) s")
         #expect((sortedLeads.last ?? .infinity) <= buffer + 0.002, "render-to-heard lead up to \(sortedLeads.last ?? 0) s, over the \(buffer) s buffer")
         #expect(allocationCounterCounts(), "the allocation counter counts nothing in this build")
         let allocations = try #require(renderer.allocations, "no window of 12 render calls without an underrun closed")
