@@ -4,13 +4,20 @@
 # fuzz target.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Each step says when it starts, so that a slow step shows in the log.
+step() { echo "== $* ($(date +%T), ${SECONDS} s in)"; }
+step "set-up: Debian packages and the sound server"
 ./scripts/setup.sh
 ./scripts/pulseaudio.sh
-# One style (the checked-in .swift-format's rules), and documentation whose every symbol link
-# resolves (DocC from the compiler's symbol graphs; any docc warning fails).
+# One style (the checked-in .swift-format's rules).
+step "style"
 ./scripts/lint.sh
-./scripts/docs.sh
+step "build"
 swift build --build-tests -Xswiftc -warnings-as-errors
+# Documentation whose every symbol link resolves (DocC from the symbol graphs of the modules
+# just built; any docc warning fails).
+step "documentation"
+./scripts/docs.sh
 log=$(mktemp)
 # A test run that hangs fails in bounded time, naming the tests that started and never ended,
 # instead of holding the run until its caller gives up.
@@ -31,13 +38,16 @@ realtime='SoundServerTests|PulseAudioTests|SoundServerEventTests|PulseAudioRewin
 # from async tests: on two cores the rest's blocking tests can hold the cooperative threads
 # past their time limits, so they run on their own too (a few seconds).
 servers='HTTPTestSupportTests'
+step "every test but the timed and the servers' suites"
 bounded 1200 swift test --skip-build --skip "$realtime|$servers" 2>&1 | tee "$log"
 first=$(sed -n 's/.*Test run with \([0-9]*\) tests.* passed after.*/\1/p' "$log" | tail -1)
+step "the test servers' suites"
 bounded 300 swift test --skip-build --filter "$servers" 2>&1 | tee "$log"
 first=$(( ${first:-0} + $(sed -n 's/.*Test run with \([0-9]*\) tests.* passed after.*/\1/p' "$log" | tail -1) ))
 # They time a real server on a shared machine, which can hold its threads off once (the
 # figures they print say by how much); a failure twice in a row fails.
 timed() { bounded 600 swift test --skip-build --filter "$realtime" 2>&1 | tee "$log"; }
+step "the suites that time a real sound server or a real-time device"
 timed || { echo "the sound-server suites failed once; running them again"; timed; }
 second=$(sed -n 's/.*Test run with \([0-9]*\) tests.* passed after.*/\1/p' "$log" | tail -1)
 passed=$(( ${first:-0} + ${second:-0} ))
@@ -50,6 +60,7 @@ smoke() {
     .build/debug/spool bench latency --backends queue,openal --output default --buffer-frames 256 --buffers 3 \
         --starts 10 --seconds 1 --no-reference --acoustic
 }
+step "latency smoke run"
 smoke || { echo "the latency smoke run failed once; running it again"; smoke; }
 
 # The same tests under AddressSanitizer (LeakSanitizer on) and ThreadSanitizer, and every
@@ -58,5 +69,6 @@ if [ "${SPOOL_SANITIZE:-1}" != 0 ]; then
     ./scripts/sanitize.sh
 fi
 
+step "done"
 # The closing count (Swift Testing's; swift test's XCTest runner finds no tests here).
 echo "tests: ${passed:-0} passed, 0 failed"
