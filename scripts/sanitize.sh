@@ -56,7 +56,7 @@ for part in "${parts[@]}"; do
             fi
             cat "$log.rest"; summary "$log"; rm -f "$log" "$log.rest" ;;
         thread)
-            echo "== ThreadSanitizer: every test ($(date +%T))"
+            echo "== ThreadSanitizer: every suite whose code crosses threads ($(date +%T))"
             # `Locked` announces its critical sections to the sanitizer (see Sources/SpoolCore/Locked.swift).
             swift build --build-tests --sanitize=thread --scratch-path .build/tsan -Xswiftc -warnings-as-errors \
                 2>&1 | tail -n 3
