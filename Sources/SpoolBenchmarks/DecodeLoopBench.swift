@@ -116,7 +116,6 @@ enum DecodeLoopBench {
     }
 
     private static func ms(_ seconds: Double) -> String { String(format: "%.2f", seconds * 1000) }
-
 }
 
 /// The C library Spool's decoder for a format wraps, called directly: the least a decode of

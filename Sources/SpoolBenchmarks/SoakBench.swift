@@ -285,11 +285,11 @@ enum SoakBench {
         if !report.passed { exit(1) }
     }
 
-    /// One player's life on a real-time back-end: made, played, moved, paused, played again,
-    /// then stopped or simply released; each call timed by the watchdog.
     /// Bytes the program holds from malloc, in KiB.
     static func heapInUseKiB() -> Int { AllocatorPolicy.bytesInUse / 1024 }
 
+    /// One player's life on a real-time back-end: made, played, moved, paused, played again,
+    /// then stopped or simply released; each call timed by the watchdog.
     static func cycle(_ name: String, _ file: URL, _ backend: any PlaybackBackend, watchdog: Watchdog,
                       random: inout SystemRandomNumberGenerator) {
         var made: AudioPlayer?
